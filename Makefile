@@ -1,0 +1,30 @@
+# Two commands for a newcomer: `make campaign` and `make test`.  Each sets itself up.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test test-all campaign bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+test: setup
+	$(PY) -m pytest -q
+
+test-all: setup
+	$(PY) -m pytest -q -m "slow or not slow"
+
+campaign: setup
+	$(VENV)/bin/ofuzz campaign --budget 5m --out runs/quickstart
+
+bench: setup
+	$(PY) scripts/bench_generate.py
+
+clean:
+	rm -rf $(VENV) runs models

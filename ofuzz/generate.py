@@ -1,0 +1,130 @@
+"""The generation pipeline: seed → graph → mutations → blocks → solver → ONNX.
+
+One seeded numpy Generator per model (derived from the campaign seed and the
+model's index) drives every random choice, so the same seed and options give
+byte-identical models regardless of what was generated before.
+"""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ofuzz import __version__
+from ofuzz.corpus import Corpus
+from ofuzz.emit import check_model, emit_model
+from ofuzz.genome import Genome, assign_blocks
+from ofuzz.graphs import DEFAULT_P, K_CHOICES, make_graph
+from ofuzz.mutations import apply_mutations, random_input_shape, select_mutations
+from ofuzz.solver.builder import Builder
+from ofuzz.solver.realise import realise
+from ofuzz.solver.rules import OPSET
+from ofuzz.values import ValuePolicy
+
+DEFAULT_CAP = 1 << 20
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    blocks: tuple[int, int] = (10, 10)  # inclusive range, drawn uniformly per model
+    graph: str = "mixed"
+    mutations: bool = True
+    opset: int = OPSET
+    cap: int = DEFAULT_CAP
+    values: ValuePolicy = field(default_factory=ValuePolicy)
+    check: bool = False  # run the full onnx checker on every model
+
+
+@dataclass
+class GeneratedModel:
+    id: str
+    model: onnx.ModelProto
+    inputs: dict[str, np.ndarray]
+    provenance: dict[str, Any]
+    genome: Genome
+
+    def save(self, out_dir: Path) -> Path:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / f"{self.id}.onnx"
+        path.write_bytes(self.model.SerializeToString(deterministic=True))
+        (out_dir / f"{self.id}.inputs.npz").write_bytes(npz_bytes(self.inputs))
+        (out_dir / f"{self.id}.json").write_text(json.dumps(self.provenance, indent=1, sort_keys=True))
+        return path
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """An .npz with fixed zip timestamps, so equal inputs give equal bytes."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
+        for name in sorted(arrays):
+            arr_buf = io.BytesIO()
+            np.lib.format.write_array(arr_buf, np.asarray(arrays[name]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            zf.writestr(info, arr_buf.getvalue())
+    return buf.getvalue()
+
+
+def model_id(seed: int, index: int) -> str:
+    return f"s{seed}-{index:06d}"
+
+
+def generate_one(
+    corpus: Corpus, seed: int, index: int, opts: GenerateOptions, preferred: list[str] | None = None
+) -> GeneratedModel:
+    rng = np.random.default_rng([seed, index])
+    lo, hi = opts.blocks
+    n = int(rng.integers(lo, hi + 1))
+    gm = opts.graph if opts.graph != "mixed" else ("ws" if index % 2 == 0 else "rn")
+    k = int(K_CHOICES[int(rng.integers(len(K_CHOICES)))])
+    graph = make_graph(gm, n, k, None, rng)
+    names, r = select_mutations(rng) if opts.mutations else ([], 0.0)
+    genome = Genome(graph, random_input_shape(rng, 4), gm, k, DEFAULT_P[gm])
+    apply_mutations(genome, corpus, names, r, rng, "graph")
+    genome.notes.extend(assign_blocks(genome.graph, corpus, rng, preferred))
+    apply_mutations(genome, corpus, names, r, rng, "blocks")
+    apply_mutations(genome, corpus, names, r, rng, "source")
+    mid = model_id(seed, index)
+    return build(genome, corpus, mid, seed, index, opts, rng)
+
+
+def build(genome: Genome, corpus: Corpus, mid: str, seed: int, index: int, opts: GenerateOptions, rng: np.random.Generator) -> GeneratedModel:
+    """Solve shapes/parameters for a genome and emit the model."""
+    b = Builder(rng, opts.values, opts.opset, opts.cap)
+    res = realise(genome, corpus, b)
+    blocks = [genome.gene(n).block for n in sorted(genome.graph.nodes)]
+    prov: dict[str, Any] = {
+        "id": mid,
+        "seed": seed,
+        "index": index,
+        "ofuzz_version": __version__,
+        "opset": opts.opset,
+        "graph_model": genome.graph_model,
+        "n_blocks": genome.graph.number_of_nodes(),
+        "blocks": blocks,
+        "mutations": genome.mutations,
+        "genome": genome.to_json(),
+        "used_params": {str(k): v for k, v in res.used_params.items()},
+        "degraded": res.degraded,
+        "node_count": len(b.nodes),
+        "ops": sorted({n.proto.op_type for n in b.nodes}),
+        "inputs": {t.name: list(t.shape) for t in b.inputs},
+    }
+    prov = json.loads(json.dumps(prov, default=_default))
+    model = emit_model(b, res.outputs, f"ofuzz_{mid}", prov)
+    if opts.check:
+        check_model(model)
+    return GeneratedModel(mid, model, dict(b.input_arrays), prov, genome)
+
+
+def _default(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (tuple, set)):
+        return list(v)
+    raise TypeError(type(v).__name__)

@@ -1,0 +1,184 @@
+"""Rules for element-wise, aggregation, normalisation and reduction operators.
+
+A rule receives inputs already brought to the block's dtype and rank, plus the
+parameters drawn from the corpus, and *chooses* whatever the shapes demand
+(constant operands, axes, scales).  Output shapes come from onnx inference.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ofuzz.corpus import Block
+from ofuzz.solver.adapters import cast, fit, norm_axis, to_bool
+from ofuzz.solver.builder import BOOL, FLOAT, INT64, NP_DTYPE, Builder, SolverError, T
+
+Params = dict[str, Any]
+
+
+def _attrs(p: Params, skip: tuple[str, ...] = ()) -> Params:
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in p.items() if k not in skip}
+
+
+def unary(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """One node, every parameter an attribute (Relu, Elu, ArgMax, Softmax, LRN …)."""
+    return b.op(blk.op, [ins[0]], **_attrs(p))
+
+
+def _const_operand(b: Builder, x: T, kind: str, dtype: int) -> T:
+    r = x.rank
+    if kind == "scalar" or r == 0:
+        shape: tuple[int, ...] = ()
+    elif kind == "channel" and r >= 2:
+        shape = (x.shape[1],) + (1,) * (r - 2)
+    elif kind == "row":
+        shape = (x.shape[-1],)
+    else:
+        shape = x.shape
+    return b.weight(shape, "k", dtype) if dtype != BOOL else b.const(b.rng.random(shape) < 0.5, "k")
+
+
+def binary(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Add/Sub/Mul/Div/Pow/PRelu/comparisons/logic; a lone input gets a constant or itself."""
+    x = ins[0]
+    attrs = _attrs(p, ("operand", "const_shape", "broadcast"))
+    if len(ins) >= 2:
+        y = fit(b, ins[1], x.shape, broadcast=bool(p.get("broadcast", 0)))
+        y = cast(b, y, x.dtype)
+    elif p.get("operand") == "self":
+        y = x
+    else:
+        y = _const_operand(b, x, str(p.get("const_shape", "full")), x.dtype)
+    if blk.op == "PRelu" and y.rank > x.rank:
+        y = b.weight((), "slope")  # the slope must broadcast to X unidirectionally
+    if p.get("swap") and blk.op != "PRelu":
+        x, y = y, x
+    return b.op(blk.op, [x, y], **{k: v for k, v in attrs.items() if k != "swap"})
+
+
+def variadic(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Sum/Mean/Max/Min over all inputs at once (1..n inputs, broadcast allowed)."""
+    x = ins[0]
+    rest = [cast(b, fit(b, t, x.shape, broadcast=bool(p.get("broadcast", 0))), x.dtype) for t in ins[1:]]
+    if not rest and p.get("operand") == "const":
+        rest = [_const_operand(b, x, str(p.get("const_shape", "full")), x.dtype)]
+    return b.op(blk.op, [x, *rest])
+
+
+def mod(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Mod: floats need fmod=1; fmod=0 runs on integers with a non-zero divisor."""
+    x = ins[0]
+    if int(p.get("fmod", 1)) == 0:
+        x = cast(b, b.op1("Mul", [x, b.const(np.array(p.get("scale", 10.0), np.float32), "s")]), INT64)
+        d = b.rng.integers(1, 6, size=x.shape if p.get("const_shape") == "full" else ()) * b.rng.choice([-1, 1])
+        return b.op("Mod", [x, b.const(np.asarray(d, np.int64), "div")], fmod=0)
+    y = fit(b, ins[1], x.shape) if len(ins) > 1 else _const_operand(b, x, str(p.get("const_shape", "full")), FLOAT)
+    return b.op("Mod", [x, y], fmod=1)
+
+
+def where(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    base = ins[0]
+    cond = to_bool(b, base)
+    shape = base.shape
+    x = cast(b, fit(b, ins[1], shape), FLOAT) if len(ins) > 1 else b.weight(shape if p.get("const_shape") != "scalar" else (), "x")
+    y = cast(b, fit(b, ins[2], shape), FLOAT) if len(ins) > 2 else b.weight(shape if p.get("const_shape") != "row" else shape[-1:], "y")
+    return b.op("Where", [cond, x, y])
+
+
+def clip(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Clip with min/max given, omitted or one of them (Relu6 pins 0 and 6)."""
+    given = str(p.get("given", "both"))
+    lo = b.const(np.array(p.get("min", -0.5), np.float32), "min") if given in ("both", "min") else None
+    hi = b.const(np.array(p.get("max", 0.5), np.float32), "max") if given in ("both", "max") else None
+    args: list[T | None] = [ins[0], lo, hi]
+    while args and args[-1] is None:
+        args.pop()
+    return b.op("Clip", args)
+
+
+def batchnorm(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    x = ins[0]
+    c = x.shape[1]
+    scale, bias, mean = b.weight((c,), "gamma"), b.weight((c,), "beta"), b.weight((c,), "mean")
+    var = b.const((np.abs(b.rng.uniform(-1, 1, c)) + 0.05).astype(np.float32), "var")
+    return b.op("BatchNormalization", [x, scale, bias, mean, var], epsilon=p.get("epsilon"), momentum=p.get("momentum"))
+
+
+def instancenorm(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    x = ins[0]
+    c = x.shape[1]
+    return b.op("InstanceNormalization", [x, b.weight((c,), "gamma"), b.weight((c,), "beta")], epsilon=p.get("epsilon"))
+
+
+def layernorm(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    x = ins[0]
+    axis = norm_axis(int(p.get("axis", -1)), x.rank)
+    norm_shape = x.shape[axis:]
+    bias = b.weight(norm_shape, "beta") if p.get("bias", 1) else None
+    args = [x, b.weight(norm_shape, "gamma")] + ([bias] if bias is not None else [])
+    return b.op("LayerNormalization", args, axis=axis, epsilon=p.get("epsilon"))[:1]
+
+
+def _pick_axes(b: Builder, rank: int, p: Params) -> list[int]:
+    k = int(b.rng.integers(1, rank + 1)) if rank else 0
+    axes = sorted(b.rng.choice(rank, size=k, replace=False).tolist()) if rank else []
+    if p.get("negative_axes"):
+        axes = [a - rank for a in axes]
+    return axes
+
+
+def reduce(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Reduce* over a random axis subset (possibly negative) or all axes."""
+    x = ins[0]
+    mode = str(p.get("axes", "subset"))
+    keepdims = int(p.get("keepdims", 1))
+    axes = _pick_axes(b, x.rank, p) if mode == "subset" else None
+    if blk.op == "ReduceSum":
+        noop = int(p.get("noop_with_empty_axes", 0)) if axes is None else None
+        ax = b.ints(axes, "axes") if axes is not None else None
+        return b.op("ReduceSum", [x, ax] if ax is not None else [x], keepdims=keepdims, noop_with_empty_axes=noop)
+    return b.op(blk.op, [x], keepdims=keepdims, axes=axes)
+
+
+def axis_op(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Ops whose only shape-dependent parameter is `axis` (already normalised)."""
+    return b.op(blk.op, [ins[0]], **_attrs(p))
+
+
+def cumsum(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    x = ins[0]
+    axis = norm_axis(int(p.get("axis", 0)), x.rank)
+    ax = b.const(np.array(axis if p.get("axis_rank0", 1) else [axis], np.int64), "axis")
+    return b.op("CumSum", [x, ax], exclusive=p.get("exclusive"), reverse=p.get("reverse"))
+
+
+CAST_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "int32": 6, "int64": 7, "bool": 9, "float16": 10, "double": 11}
+
+
+def cast_op(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    x = ins[0]
+    if p.get("prescale", 1) and x.dtype == FLOAT and p.get("to") not in ("float16", "double", "float32"):
+        x = b.op1("Mul", [x, b.const(np.array(8.0, np.float32), "s")])
+    return b.op("Cast", [x], to=CAST_TYPES[str(p.get("to", "int32"))])
+
+
+def const_like(b: Builder, t: T, hint: str) -> T:
+    return b.const(np.asarray(b.values.weight_array(b.rng, t.shape, NP_DTYPE[t.dtype])), hint)
+
+
+RULES_BASIC = {
+    "unary": unary,
+    "binary": binary,
+    "variadic": variadic,
+    "mod": mod,
+    "where": where,
+    "clip": clip,
+    "batchnorm": batchnorm,
+    "instancenorm": instancenorm,
+    "layernorm": layernorm,
+    "reduce": reduce,
+    "axis": axis_op,
+    "cumsum": cumsum,
+    "cast": cast_op,
+}
