@@ -91,6 +91,176 @@ def corpus_cmd(
     Console().print(t)
 
 
+@app.command()
+def engines(
+    install: Optional[str] = typer.Option(None, "--install", help="Create the environment of NAME (or 'all')."),
+    engine: Optional[list[str]] = typer.Option(None, "--engine", help="Extra plug-in FILE.py:Class (repeatable)."),
+    probe: bool = typer.Option(True, "--probe/--no-probe", help="Start each available engine to read its version."),
+) -> None:
+    """List every known engine with its version, or why it is unavailable and how to install it."""
+    from ofuzz.engines.client import Worker
+    from ofuzz.engines.envs import install as install_env, install_command, python_for
+    from ofuzz.engines.registry import EngineError, all_engines
+
+    try:
+        known = all_engines(engine)
+    except EngineError as exc:
+        fail(str(exc))
+    if install:
+        names = sorted(known) if install == "all" else install.split(",")
+        for n in names:
+            if n not in known:
+                fail(f"unknown engine {n!r}; known engines: {', '.join(sorted(known))}")
+            if known[n].env == "core":
+                console.print(f"{n}: uses the core environment (nothing to install)")
+                continue
+            with console.status(f"installing the environment of {n}"):
+                try:
+                    py = install_env(known[n], echo=lambda line: console.print(f"  {line}", highlight=False))
+                except Exception as exc:  # pip failed: say so, keep going with the others
+                    console.print(f"[red]{n}: {exc}[/red]")
+                    continue
+            console.print(f"{n}: ready ({py})")
+        return
+    t = Table(title="engines")
+    for col in ("engine", "default", "status", "version / reason", "environment"):
+        t.add_column(col)
+    for name, spec in sorted(known.items()):
+        py = python_for(spec)
+        env = "core" if spec.env == "core" else spec.env_id
+        if py is None:
+            t.add_row(name, "yes" if spec.default else "", "[yellow]unavailable[/yellow]", f"environment not installed; run: {install_command(spec)}", env)
+            continue
+        if not probe:
+            t.add_row(name, "yes" if spec.default else "", "installed", "", env)
+            continue
+        w = Worker(spec, py)
+        out = w.start()
+        w.close()
+        if out.ok:
+            t.add_row(name, "yes" if spec.default else "", "[green]available[/green]", w.version, env)
+        else:
+            reason = out.summary() + (f"; install: {install_command(spec)}" if out.kind == "unavailable" else "")
+            t.add_row(name, "yes" if spec.default else "", "[red]unavailable[/red]", reason, env)
+    Console().print(t)
+
+
+def _prepare_user_model(path: Path, workdir: Path) -> tuple["onnx.ModelProto", Path]:
+    """Load and check a user's model; fix free dimensions to 1 (with a warning)."""
+    import onnx
+
+    try:
+        model = onnx.load(str(path))
+        onnx.checker.check_model(model)
+    except FileNotFoundError:
+        fail(f"{path}: no such file")
+    except Exception as exc:
+        fail(f"{path}: not a valid ONNX model ({str(exc).strip().splitlines()[0][:200]})")
+    fixed = []
+    for vi in model.graph.input:
+        for d in vi.type.tensor_type.shape.dim:
+            if not d.HasField("dim_value") or d.dim_value <= 0:
+                fixed.append(f"{vi.name}:{d.dim_param or '?'}")
+                d.Clear()
+                d.dim_value = 1
+    if fixed:
+        console.print(f"[yellow]warning:[/yellow] free dimensions fixed to 1: {', '.join(fixed)}")
+        path = workdir / "model.fixed.onnx"
+        onnx.save(model, str(path))
+    return model, path
+
+
+def _random_inputs(model, seed: int = 0) -> dict:
+    import numpy as np
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+    init = {i.name for i in model.graph.initializer}
+    out = {}
+    for vi in model.graph.input:
+        if vi.name in init:
+            continue
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        dt = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+        if dt == np.bool_:
+            out[vi.name] = rng.random(shape) < 0.5
+        elif np.issubdtype(dt, np.integer):
+            out[vi.name] = rng.integers(0, 4, size=shape).astype(dt)
+        else:
+            out[vi.name] = rng.uniform(-1, 1, shape).astype(dt)
+    return out
+
+
+@app.command()
+def run(
+    model_path: Path = typer.Argument(..., help="An ONNX model."),
+    inputs: Optional[Path] = typer.Option(None, "--inputs", help=".npz with the model's inputs (default: the generator's DIR/<id>.inputs.npz beside the model, else U[-1, 1])."),
+    engines: str = typer.Option(",".join(("onnxruntime", "tensorflow", "mnn", "reference")), "--engines", "-e", help="Comma-separated engines (or FILE.py:Class plug-ins)."),
+    engine: Optional[list[str]] = typer.Option(None, "--engine", help="Extra plug-in FILE.py:Class (repeatable)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
+    localise_dcf: bool = typer.Option(True, "--localise/--no-localise", help="Find the first diverging operator of a DCF."),
+    timeout: Optional[float] = typer.Option(None, help="Per-step timeout in seconds (default: each engine's own)."),
+) -> None:
+    """Run one model on several engines and judge them; exit 1 on any finding."""
+    import json
+    import tempfile
+
+    import numpy as np
+
+    from ofuzz.engines.registry import EngineError, resolve
+    from ofuzz.judging import judge_model
+    from ofuzz.runner import EnginePool
+
+    names = [e.strip() for e in engines.split(",") if e.strip()] + list(engine or [])
+    try:
+        specs = resolve(names)
+    except EngineError as exc:
+        fail(str(exc))
+    with tempfile.TemporaryDirectory(prefix="ofuzz-run-") as tmp:
+        model, path = _prepare_user_model(model_path, Path(tmp))
+        sidecar = model_path.with_name(model_path.name.removesuffix(".onnx") + ".inputs.npz")
+        src = inputs or (sidecar if sidecar.is_file() else None)
+        if src is not None:
+            try:
+                with np.load(src) as z:
+                    feeds = {k: z[k] for k in z.files}
+            except Exception as exc:
+                fail(f"{src}: cannot read inputs ({exc})")
+            missing = [vi.name for vi in model.graph.input if vi.name not in feeds and vi.name not in {i.name for i in model.graph.initializer}]
+            if missing:
+                fail(f"{src}: no array for input(s) {missing}; name them as the model does")
+        else:
+            feeds = _random_inputs(model)
+        with EnginePool(specs, Path(tmp) / "pool", timeout) as pool:
+            with console.status("starting engines"):
+                pool.start()
+            for n, why in pool.unavailable.items():
+                console.print(f"[yellow]skipped {n}:[/yellow] {why}", soft_wrap=True)
+            if not pool.names:
+                fail("no engine could run; see `ofuzz engines`")
+            with console.status("running"):
+                judged = judge_model(pool, model, path, feeds, localise_dcf)
+            versions = pool.versions()
+    if as_json:
+        print(json.dumps({"model": str(model_path), "versions": versions, **judged.to_json()}, indent=1, default=str))
+    else:
+        v = judged.verdict
+        t = Table(title=f"{model_path.name}: expected outputs from {v.expected_from or '-'}" + (" — NO MAJORITY" if v.split else ""))
+        for col in ("engine", "status", "prepare s", "run s", "max abs", "max rel", "diverging op", "detail"):
+            t.add_column(col)
+        fmap = {f.engine: f for f in judged.findings}
+        for eng, r in v.results.items():
+            c = r.versus
+            f = fmap.get(eng)
+            colour = {"DCP": "green", "DCF": "red", "IF": "red", "MCF": "red"}[r.status]
+            t.add_row(eng, f"[{colour}]{r.status}[/{colour}]", f"{r.prepare_time:.3f}", f"{r.run_time:.3f}",
+                      f"{c.max_abs:.3g}" if c else "", f"{c.max_rel:.3g}" if c else "",
+                      (f.op or "?") if f and f.status == "DCF" else (f.op or "") if f else "",
+                      f.summary if f else "")
+        Console().print(t)
+    raise typer.Exit(1 if judged.findings else 0)
+
+
 def _degs(s: frozenset[int]) -> str:
     v = sorted(s)
     return f"{v[0]}..{v[-1]}" if len(v) > 2 and v == list(range(v[0], v[-1] + 1)) else ",".join(map(str, v))

@@ -1,0 +1,83 @@
+"""TensorFlow and TFLite adapter via onnx2tf (its own pinned environment).
+
+onnx2tf rewrites the file it is given (we convert a private copy), tries to
+download calibration images when inputs look like images (patched out: nothing
+here reaches the network), and by default moves NCHW to NHWC; inputs are kept
+in ONNX layout with `keep_shape_absolutely_input_names`, and whatever layout
+the outputs still come back in is genuine converter behaviour for the oracle.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import sys
+
+import numpy as np
+
+
+class TensorFlowEngine:
+    name = "tensorflow"
+
+    def __init__(self, tflite: bool = False) -> None:
+        import onnx2tf
+        import tensorflow as tf
+
+        sys.modules["onnx2tf.onnx2tf"].download_test_image_data = lambda: np.random.rand(20, 128, 128, 3).astype(np.float32)
+        tf.config.set_visible_devices([], "GPU")
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+        self.onnx2tf, self.tf, self.tflite = onnx2tf, tf, tflite
+        if tflite:
+            self.name = "tflite"
+            from ai_edge_litert.interpreter import Interpreter
+
+            self.Interpreter = Interpreter
+
+    def version(self) -> str:
+        v = f"tensorflow {self.tf.__version__}, onnx2tf {self.onnx2tf.__version__}"
+        if self.tflite:
+            import ai_edge_litert
+
+            v += f", ai-edge-litert {getattr(ai_edge_litert, '__version__', '?')}"
+        return v
+
+    def prepare(self, model_path: str, workdir: str, inputs: list[str], outputs: list[str]) -> None:
+        private = os.path.join(workdir, "model.onnx")
+        shutil.copyfile(model_path, private)
+        self.inputs, self.outputs = inputs, outputs
+        self.km = self.onnx2tf.convert(
+            input_onnx_file_path=private, output_folder_path=os.path.join(workdir, "tf"), non_verbose=True,
+            verbosity="error", disable_model_save=not self.tflite, not_use_onnxsim=True,
+            keep_shape_absolutely_input_names=list(inputs) or None,
+        )
+        if self.tflite:
+            found = sorted(glob.glob(os.path.join(workdir, "tf", "*_float32.tflite")))
+            if not found:
+                raise RuntimeError("onnx2tf wrote no *_float32.tflite")
+            self.interp = self.Interpreter(model_path=found[0])
+            self.interp.allocate_tensors()
+
+    def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        if not self.tflite:
+            ys = self.km([feeds[n] for n in self.inputs])
+            if not isinstance(ys, (list, tuple)):
+                ys = [ys]
+            return [np.asarray(y) for y in ys]
+        details = self.interp.get_input_details()
+        for i, d in enumerate(details):
+            name = next((n for n in self.inputs if n in d["name"]), self.inputs[i] if i < len(self.inputs) else None)
+            x = feeds[name]
+            if tuple(d["shape"]) != x.shape:
+                self.interp.resize_tensor_input(d["index"], list(x.shape))
+                self.interp.allocate_tensors()
+            self.interp.set_tensor(d["index"], x.astype(d["dtype"]))
+        self.interp.invoke()
+        outs = self.interp.get_output_details()
+        by_name = {}
+        for d in outs:
+            name = next((n for n in self.outputs if d["name"] == n or d["name"].endswith(n) or n in d["name"]), None)
+            by_name[name or d["name"]] = self.interp.get_tensor(d["index"])
+        if all(n in by_name for n in self.outputs):
+            return [by_name[n] for n in self.outputs]
+        return [self.interp.get_tensor(d["index"]) for d in outs]

@@ -1,0 +1,86 @@
+"""TEST DOUBLE engine — deliberately faulty, for testing ofuzz itself.
+
+Runs models with the ONNX reference evaluator but misbehaves whenever the model
+contains one of the configured operators: segfault, abort, hang, leak memory,
+raise, exit, or return wrong values for that operator (so localisation has a
+real diverging operator to find).  Faults are "stage:kind" with stage prepare
+(conversion) or run (inference).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+
+import numpy as np
+
+
+def _fault(kind: str, op: str) -> None:
+    if kind == "segfault":
+        ctypes.string_at(0)
+    elif kind == "abort":
+        os.abort()
+    elif kind == "hang":
+        time.sleep(10**6)
+    elif kind == "leak":
+        hoard = []
+        while True:
+            hoard.append(np.ones(1 << 24, dtype=np.uint8))
+    elif kind == "exit":
+        os._exit(3)
+    elif kind == "raise":
+        raise RuntimeError(f"test double: seeded failure on {op}")
+
+
+class TestDoubleEngine:
+    name = "testdouble"
+
+    def __init__(self, faults: dict[str, str] | None = None) -> None:
+        import onnx
+        from onnx.reference import ReferenceEvaluator
+        from onnx.reference.op_run import OpRun
+
+        self.onnx, self.Evaluator, self.OpRun = onnx, ReferenceEvaluator, OpRun
+        self.faults = dict(faults or {})
+
+    def version(self) -> str:
+        return f"testdouble (onnx {self.onnx.__version__})"
+
+    def _wrong_op(self, op: str):
+        base = self.Evaluator  # build a reference implementation of `op` that is off by one
+        from onnx.reference.ops import load_op
+
+        impl = load_op("", op, 17)
+
+        class Wrong(impl):  # type: ignore[misc, valid-type]
+            op_domain = ""
+
+            def _run(self, *args, **kwargs):
+                res = super()._run(*args, **kwargs)
+                return tuple(np.asarray(r) + np.asarray(1, dtype=np.asarray(r).dtype) for r in res)
+
+        Wrong.__name__ = op
+        _ = base
+        return Wrong
+
+    def prepare(self, model_path: str, workdir: str, inputs: list[str], outputs: list[str]) -> None:
+        model = self.onnx.load(model_path)
+        self.ops = {n.op_type for n in model.graph.node}
+        self.outputs = outputs
+        new_ops = []
+        for op, spec in self.faults.items():
+            stage, _, kind = spec.partition(":")
+            if op in self.ops and stage == "prepare":
+                _fault(kind, op)
+            if op in self.ops and stage == "run" and kind == "wrong":
+                new_ops.append(self._wrong_op(op))
+        self.ev = self.Evaluator(model, new_ops=new_ops or None)
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        for op, spec in self.faults.items():
+            stage, _, kind = spec.partition(":")
+            if op in self.ops and stage == "run" and kind != "wrong":
+                _fault(kind, op)
+        with np.errstate(all="ignore"):
+            res = self.ev.run(self.outputs, feeds)
+        return dict(zip(self.outputs, res))

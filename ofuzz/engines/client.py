@@ -1,0 +1,235 @@
+"""Client side of an engine worker: spawn, talk, time out, classify, restart.
+
+Every way an engine can fail — Python exception, signal, non-zero exit,
+hang, out-of-memory — comes back as an `Outcome` with its stage, never as an
+exception in ofuzz.  A dead or killed worker is restarted on the next request.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ofuzz.engines.registry import EngineSpec
+
+WORKER = Path(__file__).with_name("worker_main.py")
+OOM_MARKERS = ("bad_alloc", "MemoryError", "Failed to allocate", "out of memory", "Cannot allocate memory", "std::length_error")
+
+
+@dataclass
+class Outcome:
+    """What one prepare (convert) or run step did."""
+
+    stage: str  # "prepare" | "run"
+    kind: str  # ok | exception | crash | exit | timeout | oom | unavailable
+    etype: str = ""
+    message: str = ""
+    signal: str = ""
+    exit_code: int | None = None
+    log_tail: str = ""
+    time: float = 0.0
+    outputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("outputs")
+        return d
+
+    def summary(self) -> str:
+        if self.ok:
+            return "ok"
+        what = {"crash": f"killed by {self.signal}", "exit": f"exited with {self.exit_code}", "timeout": "timed out"}.get(self.kind)
+        if what is None:
+            what = f"{self.etype}: {self.message.splitlines()[0] if self.message else ''}".strip()
+        return f"{self.stage} {self.kind}: {what}"[:300]
+
+
+def _signame(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+class Worker:
+    """One long-lived worker process for one engine."""
+
+    def __init__(self, spec: EngineSpec, python: str, workdir: Path | None = None) -> None:
+        self.spec = spec
+        self.python = python
+        self.root = Path(workdir or tempfile.mkdtemp(prefix=f"ofuzz-{spec.name}-"))
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.version = ""
+        self.restarts = 0
+        self.startup_time = 0.0
+        self._buf = b""
+        self._log_path = self.root / "worker.log"
+        self._seq = 0
+
+    # -- process management --------------------------------------------------
+    def start(self) -> Outcome:
+        self.close()
+        env = dict(os.environ)
+        env["OFUZZ_MEMORY_GB"] = str(self.spec.memory_gb)
+        env.update(self.spec.env_vars)
+        env.setdefault("OMP_NUM_THREADS", "1")
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        log = open(self._log_path, "ab")
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [self.python, str(WORKER), self.spec.adapter, json.dumps(self.spec.options)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, cwd=str(self.root),
+            start_new_session=True,  # Ctrl-C reaches ofuzz, not the engines
+        )
+        log.close()
+        self._buf = b""
+        reply, out = self._request({"cmd": "hello"}, self.spec.startup_timeout, "prepare")
+        self.startup_time = time.perf_counter() - t0
+        if reply is None or not reply.get("ok"):
+            out = out or self._failure(reply or {}, "prepare", 0.0)
+            out.kind = "unavailable" if out.kind == "exception" else out.kind
+            self.close()
+            return out
+        self.version = str(reply.get("version", ""))
+        return Outcome("prepare", "ok", time=self.startup_time)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def close(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                if f:
+                    f.close()
+            except OSError:
+                pass
+        self.proc = None
+
+    def ensure(self) -> Outcome:
+        if self.alive():
+            return Outcome("prepare", "ok")
+        if self.version:  # it ran before, so this is a restart
+            self.restarts += 1
+        return self.start()
+
+    # -- protocol --------------------------------------------------------------
+    def _log_tail(self, offset: int, limit: int = 3000) -> str:
+        try:
+            with open(self._log_path, "rb") as f:
+                f.seek(max(offset, 0))
+                data = f.read()
+        except OSError:
+            return ""
+        return data[-limit:].decode("utf-8", "replace")
+
+    def _log_size(self) -> int:
+        try:
+            return self._log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def _readline(self, deadline: float) -> bytes | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        sel = selectors.DefaultSelector()
+        sel.register(fd, selectors.EVENT_READ)
+        try:
+            while b"\n" not in self._buf:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(timeout=left):
+                    raise TimeoutError
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return None
+                self._buf += chunk
+        finally:
+            sel.close()
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
+
+    def _request(self, req: dict[str, Any], timeout: float, stage: str) -> tuple[dict[str, Any] | None, Outcome | None]:
+        assert self.proc is not None and self.proc.stdin is not None
+        offset = self._log_size()
+        t0 = time.perf_counter()
+        try:
+            self.proc.stdin.write((json.dumps(req) + "\n").encode())
+            self.proc.stdin.flush()
+            line = self._readline(time.monotonic() + timeout)
+        except TimeoutError:
+            self.close()
+            return None, Outcome(stage, "timeout", message=f"no answer within {timeout:.0f}s", log_tail=self._log_tail(offset), time=time.perf_counter() - t0)
+        except (BrokenPipeError, OSError):
+            line = None
+        if line is None:
+            code = self.proc.wait(timeout=10) if self.proc else None
+            tail = self._log_tail(offset)
+            self.proc = None
+            if code is not None and code < 0:
+                kind = "oom" if any(m in tail for m in OOM_MARKERS) else "crash"
+                return None, Outcome(stage, kind, signal=_signame(-code), exit_code=code, log_tail=tail, time=time.perf_counter() - t0)
+            return None, Outcome(stage, "exit", exit_code=code, log_tail=tail, time=time.perf_counter() - t0)
+        reply = json.loads(line)
+        if not reply.get("ok"):
+            return reply, self._failure(reply, stage, time.perf_counter() - t0, self._log_tail(offset))
+        return reply, None
+
+    @staticmethod
+    def _failure(reply: dict[str, Any], stage: str, dt: float, tail: str = "") -> Outcome:
+        etype = str(reply.get("etype", ""))
+        msg = str(reply.get("message", ""))
+        kind = "oom" if etype == "MemoryError" or any(m in msg for m in OOM_MARKERS) else "exception"
+        return Outcome(stage, kind, etype=etype, message=msg, log_tail=(tail + "\n" + str(reply.get("traceback", "")))[-3000:], time=dt)
+
+    # -- engine steps ---------------------------------------------------------------
+    def prepare(self, model_path: Path, inputs: list[str], outputs: list[str], timeout: float | None = None) -> Outcome:
+        up = self.ensure()
+        if not up.ok:
+            return up
+        shutil.rmtree(self.root / f"m{self._seq}", ignore_errors=True)
+        self._seq += 1
+        wd = self.root / f"m{self._seq}"
+        wd.mkdir(parents=True, exist_ok=True)
+        req = {"cmd": "prepare", "model": str(model_path), "workdir": str(wd), "inputs": inputs, "outputs": outputs}
+        reply, out = self._request(req, timeout or self.spec.timeout, "prepare")
+        if out is not None:
+            return out
+        return Outcome("prepare", "ok", time=float(reply.get("time", 0.0)) if reply else 0.0)
+
+    def run(self, inputs_npz: Path, timeout: float | None = None) -> Outcome:
+        if not self.alive():
+            return Outcome("run", "exit", message="worker not running (prepare first)")
+        out_path = self.root / f"out{self._seq}.npz"
+        reply, out = self._request({"cmd": "run", "inputs": str(inputs_npz), "outputs": str(out_path)}, timeout or self.spec.timeout, "run")
+        if out is not None:
+            return out
+        assert reply is not None
+        with np.load(out_path) as z:
+            arrays = {k: z[k] for k in z.files}
+        out_path.unlink(missing_ok=True)
+        return Outcome("run", "ok", time=float(reply.get("time", 0.0)), outputs=arrays)

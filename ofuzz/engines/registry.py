@@ -1,0 +1,156 @@
+"""Which engines exist: built-in backends, entry-point plug-ins and file plug-ins.
+
+Each built-in backend folder holds an `engine.yaml` naming its adapter class,
+its environment (the core one, or a pinned requirements file that gets its own
+venv) and its variants.  Plug-ins: an entry point in the group `ofuzz.engines`
+whose value is "path/to/file.py:Class" or "module:Class", or `--engine FILE.py:Class`.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_ENGINES = ("onnxruntime", "reference", "tensorflow", "mnn")
+
+
+class EngineError(ValueError):
+    """An engine name or plug-in cannot be resolved; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    name: str
+    adapter: str  # "/abs/path/adapter.py:Class"
+    env: str = "core"  # "core" or an absolute path to a requirements file
+    options: dict[str, Any] = field(default_factory=dict)
+    memory_gb: float = 8.0
+    timeout: float = 60.0
+    startup_timeout: float = 180.0
+    install: str = ""
+    default: bool = False
+    env_vars: dict[str, str] = field(default_factory=dict)
+    doc: str = ""
+
+    @property
+    def env_id(self) -> str:
+        if self.env == "core":
+            return "core"
+        digest = hashlib.sha256(Path(self.env).read_bytes()).hexdigest()[:12]
+        return f"{Path(self.env).parent.name}-{digest}"
+
+
+def backends_dir() -> Path:
+    here = Path(__file__).resolve().parents[1]
+    for cand in (here.parent / "backends", here / "backends"):
+        if cand.is_dir():
+            return cand
+    raise EngineError("backends/ folder not found beside the ofuzz package; reinstall with `pip install -e .` from a checkout")
+
+
+def _spec_from(raw: dict[str, Any], base: Path, src: str) -> EngineSpec:
+    try:
+        name = str(raw["name"])
+        file, _, cls = str(raw["adapter"]).partition(":")
+    except KeyError as exc:
+        raise EngineError(f"{src}: engine entry lacks field {exc}") from None
+    env = raw.get("env", "core")
+    if env != "core":
+        env = str((base / env).resolve())
+    return EngineSpec(
+        name=name, adapter=f"{(base / file).resolve()}:{cls}", env=env, options=dict(raw.get("options") or {}),
+        memory_gb=float(raw.get("memory_gb", 8)), timeout=float(raw.get("timeout", 60)),
+        startup_timeout=float(raw.get("startup_timeout", 180)), install=str(raw.get("install", "")),
+        default=name in DEFAULT_ENGINES, env_vars={k: str(v) for k, v in (raw.get("env_vars") or {}).items()},
+        doc=str(raw.get("doc", "")),
+    )
+
+
+def builtin_engines() -> dict[str, EngineSpec]:
+    out: dict[str, EngineSpec] = {}
+    for f in sorted(backends_dir().glob("*/engine.yaml")):
+        doc = yaml.safe_load(f.read_text()) or {}
+        for raw in doc.get("engines", []):
+            spec = _spec_from(raw, f.parent, str(f))
+            out[spec.name] = spec
+    return out
+
+
+def plugin_from_file(ref: str) -> EngineSpec:
+    """`path/to/my_engine.py:MyEngine[:name]` → a core-env engine spec."""
+    parts = ref.split(":")
+    if len(parts) < 2 or not parts[0].endswith(".py"):
+        raise EngineError(f"--engine {ref!r}: expected FILE.py:Class (for example my_engine.py:MyEngine)")
+    path = Path(parts[0]).resolve()
+    if not path.is_file():
+        raise EngineError(f"--engine {ref!r}: no such file {path}")
+    name = parts[2] if len(parts) > 2 else _class_attr(path, parts[1], "name") or parts[1].lower()
+    return EngineSpec(name=name, adapter=f"{path}:{parts[1]}", install=f"fix or install what {path.name} imports")
+
+
+def _class_attr(path: Path, cls: str, attr: str) -> str | None:
+    """Read a plug-in's `name` without importing its engine (a cheap source scan)."""
+    import re
+
+    src = path.read_text(errors="replace")
+    m = re.search(rf"class {cls}\b[^\n]*:\n((?:[ \t]+[^\n]*\n|\n)*)", src)
+    if m:
+        n = re.search(rf'^\s+{attr}\s*(?::\s*str)?\s*=\s*["\']([\w.:-]+)["\']', m.group(1), re.M)
+        if n:
+            return n.group(1)
+    return None
+
+
+def entry_point_engines() -> dict[str, EngineSpec]:
+    out: dict[str, EngineSpec] = {}
+    for ep in entry_points(group="ofuzz.engines"):
+        value = ep.value
+        if ".py:" in value:
+            spec = plugin_from_file(value)
+        else:
+            mod, _, cls = value.partition(":")
+            found = importlib.util.find_spec(mod)
+            if found is None or not found.origin:
+                continue
+            spec = EngineSpec(name=ep.name, adapter=f"{found.origin}:{cls}", install=f"pip install {ep.dist.name if ep.dist else mod}")
+        out[ep.name] = EngineSpec(**{**spec.__dict__, "name": ep.name})
+    return out
+
+
+def all_engines(extra: list[str] | None = None) -> dict[str, EngineSpec]:
+    engines = {**builtin_engines(), **entry_point_engines()}
+    for ref in extra or []:
+        spec = plugin_from_file(ref)
+        engines[spec.name] = spec
+    return engines
+
+
+def resolve(names: list[str], extra: list[str] | None = None) -> list[EngineSpec]:
+    """Engine names (and FILE.py:Class plug-ins) → specs, with a clear error for typos."""
+    known = all_engines(extra)
+    out = []
+    for n in names:
+        if ".py:" in n:
+            spec = plugin_from_file(n)
+            known[spec.name] = spec
+            out.append(spec)
+            continue
+        if n not in known:
+            raise EngineError(f"unknown engine {n!r}; known engines: {', '.join(sorted(known))} (or give FILE.py:Class)")
+        out.append(known[n])
+    return out
+
+
+def core_python() -> str:
+    return sys.executable
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("OFUZZ_CACHE", Path.home() / ".cache" / "ofuzz"))

@@ -1,0 +1,96 @@
+"""Run one model on several engines (each in its worker) and judge the results.
+
+Engines of one model run concurrently from threads: each thread only waits on
+its worker's pipe, so a 2-core machine keeps both cores busy with engine work.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ofuzz.engines.client import Outcome, Worker
+from ofuzz.engines.envs import install_command, python_for
+from ofuzz.engines.registry import EngineSpec
+from ofuzz.generate import npz_bytes
+from ofuzz.oracle import Verdict, judge
+
+
+class EnginePool:
+    """One worker per engine, started lazily, restarted when it dies."""
+
+    def __init__(self, specs: list[EngineSpec], workdir: Path | None = None, timeout: float | None = None) -> None:
+        self.specs = {s.name: s for s in specs}
+        self.root = Path(workdir or tempfile.mkdtemp(prefix="ofuzz-pool-"))
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.timeout = timeout
+        self.workers: dict[str, Worker] = {}
+        self.unavailable: dict[str, str] = {}
+        self._exec = ThreadPoolExecutor(max_workers=max(1, len(specs)))
+        self._lock = threading.Lock()
+        for s in specs:
+            py = python_for(s)
+            if py is None:
+                self.unavailable[s.name] = f"environment not installed; run: {install_command(s)}"
+            else:
+                self.workers[s.name] = Worker(s, py, self.root / s.name)
+
+    def start(self) -> dict[str, Outcome]:
+        """Start every worker now (pays start-up once); drop the ones that cannot start."""
+        futs = {n: self._exec.submit(w.ensure) for n, w in self.workers.items()}
+        res = {n: f.result() for n, f in futs.items()}
+        for n, out in res.items():
+            if not out.ok:
+                self.unavailable[n] = out.summary() + (f" — {out.log_tail.strip().splitlines()[-1]}" if out.log_tail.strip() else "")
+                self.workers.pop(n).close()
+        return res
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.workers)
+
+    def versions(self) -> dict[str, str]:
+        return {n: w.version for n, w in self.workers.items()}
+
+    def _one(self, w: Worker, model: Path, inputs_npz: Path, in_names: list[str], out_names: list[str]) -> tuple[Outcome, Outcome | None]:
+        prep = w.prepare(model, in_names, out_names, self.timeout)
+        if not prep.ok:
+            return prep, None
+        return prep, w.run(inputs_npz, self.timeout)
+
+    def execute(self, model_path: Path, inputs: dict[str, np.ndarray], out_names: list[str], engines: list[str] | None = None) -> dict[str, tuple[Outcome, Outcome | None]]:
+        engines = engines or self.names
+        with tempfile.NamedTemporaryFile(suffix=".npz", dir=self.root, delete=False) as f:
+            f.write(npz_bytes(inputs))
+            npz = Path(f.name)
+        try:
+            in_names = list(inputs)
+            futs = {n: self._exec.submit(self._one, self.workers[n], model_path, npz, in_names, out_names) for n in engines if n in self.workers}
+            return {n: f.result() for n, f in futs.items()}
+        finally:
+            npz.unlink(missing_ok=True)
+
+    def judge(self, model_path: Path, inputs: dict[str, np.ndarray], out_names: list[str]) -> Verdict:
+        return judge(self.execute(model_path, inputs, out_names), out_names)
+
+    def close(self) -> None:
+        for w in self.workers.values():
+            w.close()
+        self._exec.shutdown(wait=False, cancel_futures=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> "EnginePool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def output_names(model: onnx.ModelProto) -> list[str]:
+    return [o.name for o in model.graph.output]

@@ -1,0 +1,60 @@
+"""Finding signatures: one root cause, one signature (the paper's deduplication).
+
+Conversion/inference failures: engine, status, failure kind, exception type,
+normalised message and failing operator.  Comparison failures: engine,
+category and the diverging operator.  Normalisation removes addresses, paths,
+numbers and our generated tensor/node names so that the same defect hit by
+different models folds into one finding.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_NODE = re.compile(r"\bn\d+_([A-Z][A-Za-z0-9]*)")
+_TENSOR = re.compile(r"\bt\d+_([A-Z][A-Za-z0-9]*)(?:_\d+)?")
+_SUBS = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "0xADDR"),
+    (re.compile(r"(/[\w.+-]+)+/?"), "/PATH"),
+    (_NODE, r"<\1>"),
+    (_TENSOR, r"<t:\1>"),
+    (re.compile(r"\binput_\d+\b"), "<input>"),
+    (re.compile(r"-?\d+(\.\d+)?(e-?\d+)?"), "N"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def normalise(msg: str, limit: int = 200) -> str:
+    line = next((ln for ln in msg.strip().splitlines() if ln.strip()), "")
+    for pat, rep in _SUBS:
+        line = pat.sub(rep, line)
+    return line.strip()[:limit]
+
+
+def failing_op(*texts: str) -> str | None:
+    for t in texts:
+        m = _NODE.search(t or "") or _TENSOR.search(t or "")
+        if m:
+            return m.group(1)
+    return None
+
+
+def signature(engine: str, status: str, outcome: Any, diverging: dict[str, Any] | None = None, category: str = "") -> str:
+    if status == "DCF":
+        op = (diverging or {}).get("op") or "?"
+        return f"{engine}|DCF|{category or (diverging or {}).get('category', '')}|{op}"
+    kind = getattr(outcome, "kind", "")
+    etype = getattr(outcome, "etype", "") or getattr(outcome, "signal", "")
+    msg = getattr(outcome, "message", "") or ""
+    tail = getattr(outcome, "log_tail", "") or ""
+    op = failing_op(msg, tail) or "?"
+    text = normalise(msg) if msg else normalise(_last_error_line(tail))
+    return f"{engine}|{status}|{kind}|{etype}|{op}|{text}"
+
+
+def _last_error_line(tail: str) -> str:
+    lines = [ln for ln in tail.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if re.search(r"error|fail|abort|assert|exception", ln, re.I):
+            return ln
+    return lines[-1] if lines else ""
