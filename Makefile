@@ -4,9 +4,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test test-all campaign bench clean
+.PHONY: setup engines test test-all campaign bench clean
 
 setup: $(STAMP)
+
+# Per-engine environments (MNN; TensorFlow/TFLite via onnx2tf), created once under ~/.cache/ofuzz.
+engines: setup
+	$(VENV)/bin/ofuzz engines --install all
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,13 +18,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
-test: setup
-	$(PY) -m pytest -q
+test: engines
+	OFUZZ_REQUIRE_ENGINES=1 $(PY) -m pytest -q
 
 test-all: setup
 	$(PY) -m pytest -q -m "slow or not slow"
 
-campaign: setup
+campaign: engines
 	$(VENV)/bin/ofuzz campaign --budget 5m --out runs/quickstart
 
 bench: setup

@@ -16,6 +16,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="ofuzz: graph
 console = Console(stderr=True)
 
 
+def out_console() -> Console:
+    """stdout console; wide when not a terminal so piped tables keep whole names."""
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
 def fail(msg: str, code: int = 2) -> None:
     console.print(f"[red]error:[/red] {msg}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
@@ -88,7 +93,7 @@ def corpus_cmd(
             continue
         what = b.op if not b.is_subgraph else "+".join(o.block for o in b.ops) + f" {list(map(list, b.edges))}"
         t.add_row(b.name, what, b.rule, _degs(b.in_degree), _degs(b.out_degree), ", ".join(s.name for s in b.params), b.paper or "")
-    Console().print(t)
+    out_console().print(t)
 
 
 @app.command()
@@ -142,7 +147,7 @@ def engines(
         else:
             reason = out.summary() + (f"; install: {install_command(spec)}" if out.kind == "unavailable" else "")
             t.add_row(name, "yes" if spec.default else "", "[red]unavailable[/red]", reason, env)
-    Console().print(t)
+    out_console().print(t)
 
 
 def _prepare_user_model(path: Path, workdir: Path) -> tuple["onnx.ModelProto", Path]:
@@ -246,8 +251,9 @@ def run(
     else:
         v = judged.verdict
         t = Table(title=f"{model_path.name}: expected outputs from {v.expected_from or '-'}" + (" — NO MAJORITY" if v.split else ""))
-        for col in ("engine", "status", "prepare s", "run s", "max abs", "max rel", "diverging op", "detail"):
-            t.add_column(col)
+        for col in ("engine", "status", "prepare s", "run s", "max abs", "max rel", "diverging op"):
+            t.add_column(col, no_wrap=True)
+        t.add_column("detail", overflow="fold", max_width=70)
         fmap = {f.engine: f for f in judged.findings}
         for eng, r in v.results.items():
             c = r.versus
@@ -257,7 +263,7 @@ def run(
                       f"{c.max_abs:.3g}" if c else "", f"{c.max_rel:.3g}" if c else "",
                       (f.op or "?") if f and f.status == "DCF" else (f.op or "") if f else "",
                       f.summary if f else "")
-        Console().print(t)
+        out_console().print(t)
     raise typer.Exit(1 if judged.findings else 0)
 
 

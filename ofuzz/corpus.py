@@ -105,6 +105,21 @@ class Block:
                 return p
         raise CorpusError(f"{self.source}: block {self.name}: field constraints: no parameter draw satisfies them")
 
+    def canonical_params(self, pinned: dict[str, tuple[Any, ...]] | None = None) -> dict[str, Any]:
+        """The block's common configuration: the most likely choice, the middle of a range."""
+        p: dict[str, Any] = {}
+        for s in self.params:
+            if pinned and s.name in pinned:
+                p[s.name] = pinned[s.name][0]
+            elif s.kind == "choice":
+                w = s.weights or (1.0,) * len(s.values)
+                p[s.name] = s.values[max(range(len(s.values)), key=lambda i: (w[i], -i))]
+            elif s.kind == "int":
+                p[s.name] = min(max(1, int(s.lo)), int(s.hi))
+            else:
+                p[s.name] = round((s.lo + s.hi) / 2, 5)
+        return p
+
     def spec(self, name: str) -> ParamSpec | None:
         for s in self.params:
             if s.name == name:

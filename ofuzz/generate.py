@@ -19,7 +19,7 @@ import onnx
 from ofuzz import __version__
 from ofuzz.corpus import Corpus
 from ofuzz.emit import check_model, emit_model
-from ofuzz.genome import Genome, assign_blocks
+from ofuzz.genome import Genome, assign_blocks, single_block_genome
 from ofuzz.graphs import DEFAULT_P, K_CHOICES, make_graph
 from ofuzz.mutations import apply_mutations, random_input_shape, select_mutations
 from ofuzz.solver.builder import Builder
@@ -128,3 +128,10 @@ def _default(v: Any) -> Any:
     if isinstance(v, (tuple, set)):
         return list(v)
     raise TypeError(type(v).__name__)
+
+
+def single_block_model(corpus: Corpus, name: str, input_shape: tuple[int, ...] = (1, 3, 6, 5)) -> GeneratedModel:
+    """One block in its common configuration on U[-1, 1] inputs (C, H, W distinct so layouts show)."""
+    genome = single_block_genome(corpus, name, input_shape)
+    opts = GenerateOptions(values=ValuePolicy(uniform_only=True))
+    return build(genome, corpus, f"block-{name}", 0, 0, opts, np.random.default_rng(0))

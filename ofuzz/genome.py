@@ -94,11 +94,32 @@ def candidates(corpus: Corpus, d_in: int, d_out: int, pool: Iterable[Block] | No
     return [b for b in blocks if d_in in b.in_degree and d_out in b.out_degree]
 
 
-def new_gene(block: Block, corpus: Corpus, rng: np.random.Generator) -> NodeGene:
+def new_gene(block: Block, corpus: Corpus, rng: np.random.Generator, canonical: bool = False) -> NodeGene:
+    """A node's gene: drawn parameters (or the block's common configuration)."""
+    def params(b: Block, pins: dict[str, tuple[Any, ...]] | None = None) -> dict[str, Any]:
+        return b.canonical_params(pins) if canonical else b.sample_params(rng, pins)
+
     if not block.is_subgraph:
-        return NodeGene(block.name, block.sample_params(rng))
-    inner = [InnerGene(o.block, corpus[o.block].sample_params(rng, o.params), dict(o.params)) for o in block.ops]
+        return NodeGene(block.name, params(block))
+    inner = [InnerGene(o.block, params(corpus[o.block], o.params), dict(o.params)) for o in block.ops]
     return NodeGene(block.name, {}, inner, [tuple(e) for e in block.edges])
+
+
+def single_block_genome(corpus: Corpus, name: str, input_shape: tuple[int, ...], canonical: bool = True) -> Genome:
+    """A one-node genome (plus as many source inputs as the block's in-degree)."""
+    blk = corpus[name]
+    d_in = min(blk.in_degree)
+    g = nx.MultiDiGraph()
+    g.add_nodes_from(range(d_in + (1 if d_in > 1 else 0)))
+    rng = np.random.default_rng(0)
+    if d_in > 1:
+        for i in range(d_in):
+            g.nodes[i]["gene"] = new_gene(corpus["Identity"], corpus, rng, True)
+            g.add_edge(i, d_in)
+    target = d_in if d_in > 1 else 0
+    g.nodes[target]["gene"] = new_gene(blk, corpus, rng, canonical)
+    genome = Genome(g, input_shape, "single", 0, 0.0, shared_input=False)
+    return genome
 
 
 def assign_blocks(

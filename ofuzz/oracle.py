@@ -70,7 +70,7 @@ def compare_tensor(got: np.ndarray, want: np.ndarray, name: str = "") -> Compari
     nan_bad = np.isnan(a) != np.isnan(b)
     inf_bad = (np.isinf(a) | np.isinf(b)) & ~(np.isnan(a) | np.isnan(b)) & (a != b)
     both = fa & fb
-    diff = np.abs(a - b, where=both, out=np.zeros_like(a))
+    diff = np.abs(np.subtract(a, b, where=both, out=np.zeros_like(a)))
     denom = np.maximum(np.maximum(np.abs(a), np.abs(b)), FLOOR)
     rel = np.divide(diff, denom, where=both, out=np.zeros_like(a))
     bad = (rel > REL_TOL) | nan_bad | inf_bad

@@ -31,9 +31,12 @@ def normalise(msg: str, limit: int = 200) -> str:
     return line.strip()[:limit]
 
 
+_ONNX_OP = re.compile(r"ONNX::([A-Z][A-Za-z0-9]*)")
+
+
 def failing_op(*texts: str) -> str | None:
     for t in texts:
-        m = _NODE.search(t or "") or _TENSOR.search(t or "")
+        m = _NODE.search(t or "") or _TENSOR.search(t or "") or _ONNX_OP.search(t or "")
         if m:
             return m.group(1)
     return None

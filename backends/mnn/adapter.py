@@ -55,7 +55,9 @@ class MNNEngine:
                 sig = f"signal {-r.returncode}"
             raise ConverterCrash(f"MNN converter killed by {sig}: {log[-600:]}")
         if r.returncode != 0 or not os.path.exists(dst) or "Converted Success" not in log:
-            raise ConversionError(f"MNN conversion failed (exit {r.returncode}): {log[-800:]}")
+            lines = [ln.strip() for ln in log.splitlines() if ln.strip() and not ln.startswith("The device supports")]
+            key = [ln for ln in lines if any(w in ln.lower() for w in ("error", "not support", "fail", "can't", "cannot", "unsupport"))]
+            raise ConversionError(f"MNN conversion failed (exit {r.returncode}): {(key or lines or ['no log'])[0][:300]}\n{log[-1500:]}")
         rt = self.MNN.nn.create_runtime_manager((self.config,))
         self.net = self.MNN.nn.load_module_from_file(dst, inputs, outputs, runtime_manager=rt)
         if self.net is None:

@@ -19,7 +19,7 @@ import numpy as np
 class TensorFlowEngine:
     name = "tensorflow"
 
-    def __init__(self, tflite: bool = False) -> None:
+    def __init__(self, tflite: bool = False, input_layout: str = "absolute") -> None:
         import onnx2tf
         import tensorflow as tf
 
@@ -28,6 +28,7 @@ class TensorFlowEngine:
         tf.config.threading.set_intra_op_parallelism_threads(1)
         tf.config.threading.set_inter_op_parallelism_threads(1)
         self.onnx2tf, self.tf, self.tflite = onnx2tf, tf, tflite
+        self.input_layout = input_layout
         if tflite:
             self.name = "tflite"
             from ai_edge_litert.interpreter import Interpreter
@@ -46,10 +47,18 @@ class TensorFlowEngine:
         private = os.path.join(workdir, "model.onnx")
         shutil.copyfile(model_path, private)
         self.inputs, self.outputs = inputs, outputs
+        import onnx
+
+        model = onnx.load(model_path)
+        self.onnx_shapes = [tuple(d.dim_value for d in o.type.tensor_type.shape.dim) for o in model.graph.output]
+        layout = {}
+        if inputs and self.input_layout == "absolute":
+            layout["keep_shape_absolutely_input_names"] = list(inputs)
+        elif inputs and self.input_layout == "nchw":
+            layout["keep_ncw_or_nchw_or_ncdhw_input_names"] = list(inputs)
         self.km = self.onnx2tf.convert(
             input_onnx_file_path=private, output_folder_path=os.path.join(workdir, "tf"), non_verbose=True,
-            verbosity="error", disable_model_save=not self.tflite, not_use_onnxsim=True,
-            keep_shape_absolutely_input_names=list(inputs) or None,
+            verbosity="error", disable_model_save=not self.tflite, not_use_onnxsim=True, **layout,
         )
         if self.tflite:
             found = sorted(glob.glob(os.path.join(workdir, "tf", "*_float32.tflite")))
@@ -58,12 +67,29 @@ class TensorFlowEngine:
             self.interp = self.Interpreter(model_path=found[0])
             self.interp.allocate_tensors()
 
+    def _restore_layout(self, ys: list[np.ndarray]) -> list[np.ndarray]:
+        """Undo onnx2tf's NCHW→NHWC on an output whose shape shows it unambiguously.
+
+        An output whose shape is the channel-last permutation of its ONNX shape
+        (and not the ONNX shape itself) is transposed back; anything else is
+        returned as TensorFlow produced it, for the oracle to judge.
+        """
+        out = []
+        for y, want in zip(ys, self.onnx_shapes + [None] * len(ys)):
+            y = np.asarray(y)
+            if want is not None and 3 <= y.ndim <= 5 and y.shape != want:
+                perm = (0, *range(2, y.ndim), 1)  # NCHW -> NHWC
+                if y.shape == tuple(want[p] for p in perm):
+                    y = np.transpose(y, np.argsort(perm))
+            out.append(y)
+        return out
+
     def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         if not self.tflite:
             ys = self.km([feeds[n] for n in self.inputs])
             if not isinstance(ys, (list, tuple)):
                 ys = [ys]
-            return [np.asarray(y) for y in ys]
+            return self._restore_layout([np.asarray(y) for y in ys])
         details = self.interp.get_input_details()
         for i, d in enumerate(details):
             name = next((n for n in self.inputs if n in d["name"]), self.inputs[i] if i < len(self.inputs) else None)
@@ -79,5 +105,5 @@ class TensorFlowEngine:
             name = next((n for n in self.outputs if d["name"] == n or d["name"].endswith(n) or n in d["name"]), None)
             by_name[name or d["name"]] = self.interp.get_tensor(d["index"])
         if all(n in by_name for n in self.outputs):
-            return [by_name[n] for n in self.outputs]
-        return [self.interp.get_tensor(d["index"]) for d in outs]
+            return self._restore_layout([by_name[n] for n in self.outputs])
+        return self._restore_layout([self.interp.get_tensor(d["index"]) for d in outs])

@@ -102,7 +102,9 @@ class Builder:
         return t
 
     def const(self, arr: np.ndarray, hint: str = "c") -> T:
-        arr = np.ascontiguousarray(arr)
+        arr = np.asarray(arr)
+        if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn a 0-D scalar into 1-D)
+            arr = arr.copy(order="C")
         name = self.fresh(hint)
         proto = numpy_helper.from_array(arr, name)
         self.initializers.append(proto)

@@ -149,7 +149,7 @@ def axis_op(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
 def cumsum(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     x = ins[0]
     axis = norm_axis(int(p.get("axis", 0)), x.rank)
-    ax = b.const(np.array(axis if p.get("axis_rank0", 1) else [axis], np.int64), "axis")
+    ax = b.const(np.array(axis, np.int64), "axis")  # the spec wants a 0-D axis (onnxruntime also takes 1-D)
     return b.op("CumSum", [x, ax], exclusive=p.get("exclusive"), reverse=p.get("reverse"))
 
 

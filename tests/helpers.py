@@ -1,0 +1,31 @@
+"""Small model builders shared by the engine tests."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper
+
+
+def single_op_model(path: Path, op: str, shape=(2, 3, 4, 5), **attrs) -> Path:
+    n = helper.make_node(op, ["x"], ["y"], name=f"n0_{op}", **attrs)
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", 1, list(shape))], [helper.make_tensor_value_info("y", 1, list(shape))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(m, str(path))
+    return path
+
+
+def chain_model(path: Path, ops: list[str], shape=(1, 3, 4, 5)) -> Path:
+    nodes, prev = [], "x"
+    for i, op in enumerate(ops):
+        out = f"t{i}_{op}"
+        nodes.append(helper.make_node(op, [prev], [out], name=f"n{i}_{op}"))
+        prev = out
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, list(shape))], [helper.make_tensor_value_info(prev, 1, list(shape))])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+def inputs_for(shape=(2, 3, 4, 5), seed=0) -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32)}

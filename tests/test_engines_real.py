@@ -1,0 +1,89 @@
+"""Real engines on every corpus block in its common configuration.
+
+Every engine must agree (DCP) on every block, except the disagreements listed
+in EXPECTED: each is a confirmed engine defect or limitation (the other
+engines and the spec agree), never a loosened tolerance.  A listed case that
+starts passing, or changes status, fails this test so the list stays true.
+Engines whose environment is not installed are skipped locally; CI sets
+OFUZZ_REQUIRE_ENGINES=1 so a missing engine fails instead.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ofuzz.engines.envs import python_for
+from ofuzz.engines.registry import resolve
+from ofuzz.generate import single_block_model
+from ofuzz.judging import judge_model
+from ofuzz.runner import EnginePool
+
+ENGINES = ["onnxruntime", "tensorflow", "mnn", "reference"]
+
+EXPECTED: dict[tuple[str, str], tuple[str, str]] = {
+    # TensorFlow via onnx2tf 1.29.24 (TF 2.19)
+    ("Sum", "tensorflow"): ("MCF", "onnx2tf: tf.math.add_n fails on a constant operand"),
+    ("Mean", "tensorflow"): ("MCF", "onnx2tf: tf.stack fails on a constant operand"),
+    ("IsInf", "tensorflow"): ("MCF", "onnx2tf: tf.math.maximum type error in IsInf"),
+    ("GatherElements", "tensorflow"): ("MCF", "onnx2tf folds GatherElements on constant indices into a non-layer output"),
+    ("LayerNormalization", "tensorflow"): ("MCF", "onnx2tf: tf.constant with unsupported shape"),
+    ("ReduceL1", "tensorflow"): ("MCF", "onnx2tf: tf.norm conversion error"),
+    ("ReduceL2", "tensorflow"): ("MCF", "onnx2tf: tf.norm conversion error"),
+    ("DepthToSpace", "tensorflow"): ("MCF", "onnx2tf with inputs kept in ONNX layout breaks DepthToSpace"),
+    ("SpaceToDepth", "tensorflow"): ("MCF", "onnx2tf with inputs kept in ONNX layout breaks SpaceToDepth"),
+    ("EyeLike", "tensorflow"): ("MCF", "onnx2tf: EyeLike on a Keras symbolic input"),
+    ("GlobalLpPool", "tensorflow"): ("DCF", "onnx2tf GlobalLpPool(p=1) differs from onnxruntime and MNN"),
+    ("Hardmax", "tensorflow"): ("DCF", "onnx2tf Hardmax output comes back with dims permuted (0,3,2,1)"),
+    ("Resize", "tensorflow"): ("DCF", "onnx2tf Resize with inputs kept in ONNX layout resizes the wrong axes"),
+    ("ResizeBilinear", "tensorflow"): ("DCF", "same as Resize"),
+    ("ResizeNearest", "tensorflow"): ("DCF", "same as Resize"),
+    ("CropAndResize", "tensorflow"): ("DCF", "onnx2tf RoiAlign output shape wrong"),
+    ("ShapeSlice", "tensorflow"): ("DCF", "onnx2tf ignores Shape's start/end"),
+    # MNN 3.6.1 (x86)
+    ("IsNaN", "mnn"): ("MCF", "MNN converter: 'These Op Not Support: ONNX::IsNaN'"),
+    ("IsInf", "mnn"): ("MCF", "MNN converter: 'These Op Not Support: ONNX::IsInf'"),
+    ("Hardmax", "mnn"): ("MCF", "MNN converter: 'These Op Not Support: ONNX::Hardmax'"),
+    ("Mean", "mnn"): ("IF", "MNN: Mean with a constant operand gives a shape error (forward returns nothing)"),
+    ("Dropout", "mnn"): ("IF", "MNN: Dropout model gives a shape error (forward returns nothing)"),
+    ("Shrink", "mnn"): ("DCF", "MNN Shrink(bias=0.25, lambd=0.5) wrong on ~half the elements"),
+    ("OneHot", "mnn"): ("DCF", "MNN OneHot ignores negative indices (spec: index + depth)"),
+    # ONNX reference evaluator 1.23
+    ("GlobalLpPool", "reference"): ("MCF", "reference evaluator has no GlobalLpPool"),
+    ("LpNormalization", "reference"): ("DCF", "reference LpNormalization differs from onnxruntime, TF and MNN"),
+    ("GridSample", "reference"): ("IF", "reference implements opset-20 mode names only (bilinear rejected)"),
+}
+
+
+def _pool_or_skip(tmp_path):
+    specs = resolve(ENGINES)
+    missing = [s.name for s in specs if python_for(s) is None]
+    if missing:
+        if os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.fail(f"engines not installed: {missing} (run `ofuzz engines --install all`)")
+        pytest.skip(f"engines not installed: {missing}")
+    pool = EnginePool(specs, tmp_path / "pool")
+    started = pool.start()
+    bad = {n: o.summary() for n, o in started.items() if not o.ok}
+    assert not bad, bad
+    return pool
+
+
+def test_every_block_agrees_across_real_engines(corpus, tmp_path):
+    pool = _pool_or_skip(tmp_path)
+    unexpected, stale = [], []
+    try:
+        for name in corpus.blocks:
+            m = single_block_model(corpus, name)
+            path = tmp_path / f"{name}.onnx"
+            path.write_bytes(m.model.SerializeToString())
+            j = judge_model(pool, m.model, path, m.inputs, do_localise=False)
+            for eng, r in j.verdict.results.items():
+                want = EXPECTED.get((name, eng), ("DCP", ""))[0]
+                if r.status != want:
+                    what = r.outcome.summary() if r.outcome is not None and not r.outcome.ok else (r.versus.to_json() if r.versus else "")
+                    (stale if want != "DCP" else unexpected).append(f"{name}/{eng}: {r.status} (expected {want}) {what}")
+    finally:
+        pool.close()
+    assert not unexpected, "\n".join(unexpected)
+    assert not stale, "expected findings that changed (update EXPECTED):\n" + "\n".join(stale)

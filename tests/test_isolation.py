@@ -1,0 +1,92 @@
+"""The test-double engine misbehaves on chosen ops; ofuzz must classify each case and survive."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ofuzz.engines.client import Worker
+from ofuzz.engines.envs import python_for
+from ofuzz.engines.registry import resolve
+from ofuzz.judging import judge_model
+from ofuzz.runner import EnginePool
+from tests.helpers import chain_model, inputs_for, single_op_model
+
+import onnx
+
+
+@pytest.fixture(scope="module")
+def double(tmp_path_factory):
+    spec = resolve(["testdouble"])[0]
+    w = Worker(spec, python_for(spec), tmp_path_factory.mktemp("w"))
+    assert w.start().ok
+    yield w
+    w.close()
+
+
+@pytest.mark.parametrize("op, stage, kind, detail", [
+    ("Sigmoid", "run", "crash", "SIGSEGV"),
+    ("Tanh", "run", "crash", "SIGABRT"),
+    ("Softsign", "run", "timeout", ""),
+    ("Softplus", "run", "oom", ""),
+    ("Sin", "run", "exception", "RuntimeError"),
+    ("Sinh", "run", "exit", "3"),
+    ("Cos", "prepare", "crash", "SIGSEGV"),
+    ("Cosh", "prepare", "exception", "RuntimeError"),
+])
+def test_each_fault_is_classified_and_the_worker_recovers(double, tmp_path, op, stage, kind, detail):
+    from ofuzz.generate import npz_bytes
+
+    x = tmp_path / "x.npz"
+    x.write_bytes(npz_bytes(inputs_for()))
+    model = single_op_model(tmp_path / f"{op}.onnx", op)
+    limit = 3 if kind == "timeout" else 20
+    out = double.prepare(model, ["x"], ["y"], timeout=limit)
+    if out.ok:
+        out = double.run(x, timeout=limit)
+    assert (out.stage, out.kind) == (stage, kind), out
+    assert detail in (out.signal + out.etype + str(out.exit_code))
+    # the same worker object keeps serving: a healthy model right after
+    ok = double.prepare(single_op_model(tmp_path / "relu.onnx", "Relu"), ["x"], ["y"], timeout=10)
+    assert ok.ok
+    res = double.run(x, timeout=10)
+    assert res.ok and np.allclose(res.outputs["y"], np.maximum(inputs_for()["x"], 0))
+
+
+def test_restarts_are_counted(double, tmp_path):
+    from ofuzz.generate import npz_bytes
+
+    x = tmp_path / "x.npz"
+    x.write_bytes(npz_bytes(inputs_for()))
+    before = double.restarts
+    double.prepare(single_op_model(tmp_path / "s.onnx", "Sigmoid"), ["x"], ["y"], timeout=5)
+    assert not double.run(x, timeout=5).ok
+    assert double.prepare(single_op_model(tmp_path / "r.onnx", "Relu"), ["x"], ["y"], timeout=10).ok
+    assert double.restarts == before + 1
+
+
+def test_wrong_values_are_a_dcf_localised_to_the_faulty_op(tmp_path):
+    specs = resolve(["testdouble", "onnxruntime", "reference"])
+    path = chain_model(tmp_path / "m.onnx", ["Relu", "Neg", "Abs"])
+    model = onnx.load(str(path))
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        j = judge_model(pool, model, path, inputs_for((1, 3, 4, 5)))
+    r = j.verdict.results
+    assert r["testdouble"].status == "DCF" and r["testdouble"].blamed
+    assert r["onnxruntime"].status == "DCP" and r["reference"].status == "DCP"
+    f = next(f for f in j.findings if f.engine == "testdouble")
+    assert f.op == "Neg" and f.signature == "testdouble|DCF|value|Neg"
+
+
+def test_crash_in_a_pool_is_a_finding_not_a_fuzzer_crash(tmp_path):
+    specs = resolve(["testdouble", "onnxruntime", "reference"])
+    path = chain_model(tmp_path / "m.onnx", ["Relu", "Tanh"])
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        j = judge_model(pool, onnx.load(str(path)), path, inputs_for((1, 3, 4, 5)))
+        assert j.verdict.results["testdouble"].status == "IF"
+        f = next(f for f in j.findings if f.engine == "testdouble")
+        assert "SIGABRT" in f.signature
+        path2 = chain_model(tmp_path / "ok.onnx", ["Relu", "Abs"])
+        j2 = judge_model(pool, onnx.load(str(path2)), path2, inputs_for((1, 3, 4, 5)))
+        assert all(r.status == "DCP" for r in j2.verdict.results.values())

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ofuzz.engines.client import Outcome
+from ofuzz.oracle import DCF, DCP, IF, MCF, compare_tensor, judge, triangulate
+from ofuzz.signature import failing_op, normalise, signature
+
+
+def test_identical_and_tiny_errors_pass():
+    a = np.random.default_rng(0).uniform(-1, 1, (4, 5)).astype(np.float32)
+    assert compare_tensor(a, a).ok
+    assert compare_tensor(a * (1 + 1e-5), a).ok
+
+
+def test_relative_error_rule_counts_elements():
+    want = np.ones(10_000, np.float32)
+    got = want.copy()
+    got[:5] = 1.01  # 0.05% of elements off by 1%: under the 0.1% budget
+    assert compare_tensor(got, want).ok
+    got[:20] = 1.01  # 0.2% of elements: over
+    c = compare_tensor(got, want)
+    assert not c.ok and c.category == "value" and c.bad_fraction == pytest.approx(0.002)
+
+
+def test_small_tensor_fails_on_any_bad_element():
+    want = np.ones(10, np.float32)
+    got = want.copy()
+    got[3] = 1.5
+    assert not compare_tensor(got, want).ok
+
+
+def test_floor_keeps_near_zero_noise_quiet_but_catches_real_errors():
+    want = np.zeros(100, np.float32)
+    assert compare_tensor(want + 1e-6, want).ok  # float32 noise around zero
+    assert not compare_tensor(want + 1e-3, want).ok  # a real error near zero
+
+
+@pytest.mark.parametrize("got, want, cat", [
+    (np.array([np.nan, 1.0]), np.array([0.5, 1.0]), "nan"),
+    (np.array([0.5, 1.0]), np.array([np.nan, 1.0]), "nan"),
+    (np.array([np.inf, 1.0]), np.array([-np.inf, 1.0]), "inf"),
+    (np.array([np.inf, 1.0]), np.array([1e30, 1.0]), "inf"),
+    (np.array([np.nan, 1.0]), np.array([np.inf, 1.0]), "nan"),
+])
+def test_non_finite_values_compared_explicitly(got, want, cat):
+    big_want = np.concatenate([want, np.ones(5000)])
+    big_got = np.concatenate([got, np.ones(5000)])
+    c = compare_tensor(big_got, big_want)  # one element in 5000 still fails
+    assert not c.ok and c.category == cat
+
+
+def test_matching_non_finite_values_agree():
+    a = np.array([np.nan, np.inf, -np.inf, 1.0])
+    assert compare_tensor(a, a.copy()).ok
+
+
+def test_shape_and_dtype_mismatch_are_their_own_kinds():
+    a = np.zeros((1, 3, 4, 5), np.float32)
+    c = compare_tensor(a.transpose(0, 2, 3, 1), a)
+    assert c.category == "shape" and "permuted" in c.detail
+    assert compare_tensor(a.astype(np.int64), a).category == "dtype"
+    assert compare_tensor(np.array([1, 2], np.int32), np.array([1, 2], np.int64)).ok  # widths do not matter
+    assert compare_tensor(np.array([True, False]), np.array([1, 0], np.int32)).ok
+
+
+def _outs(v: float) -> dict:
+    return {"y": np.full(4, v, np.float32)}
+
+
+def test_triangulation_majority_and_tie_break():
+    maj, split = triangulate({"a": _outs(1), "b": _outs(1), "c": _outs(2)}, ["y"])
+    assert maj == ["a", "b"] and not split
+    maj, split = triangulate({"onnxruntime": _outs(1), "reference": _outs(2)}, ["y"])
+    assert maj == ["reference"] and not split
+    maj, split = triangulate({"a": _outs(1), "b": _outs(2), "c": _outs(3)}, ["y"])
+    assert split and maj == []
+    maj, split = triangulate({"a": _outs(1), "b": _outs(1), "c": _outs(2), "reference": _outs(2)}, ["y"])
+    assert maj == ["c", "reference"] and not split
+
+
+def test_judge_statuses():
+    ok = Outcome("prepare", "ok")
+    out = {
+        "onnxruntime": (ok, Outcome("run", "ok", outputs=_outs(1))),
+        "reference": (ok, Outcome("run", "ok", outputs=_outs(1))),
+        "mnn": (ok, Outcome("run", "ok", outputs=_outs(3))),
+        "tensorflow": (Outcome("prepare", "exception", etype="ValueError", message="bad"), None),
+        "tflite": (ok, Outcome("run", "crash", signal="SIGSEGV")),
+    }
+    v = judge(out, ["y"])
+    st = {k: r.status for k, r in v.results.items()}
+    assert st == {"onnxruntime": DCP, "reference": DCP, "mnn": DCF, "tensorflow": MCF, "tflite": IF}
+    assert v.results["mnn"].blamed and v.expected_from == "reference"
+
+
+def test_signature_normalises_addresses_paths_numbers_and_names():
+    a = normalise("Error at 0x7ffe12 in /tmp/abc/x.onnx node n12_Conv: shape 3 vs 5")
+    b = normalise("Error at 0x1234ab in /tmp/zzz/y.onnx node n7_Conv: shape 8 vs 1")
+    assert a == b and "<Conv>" in a
+    assert failing_op("while running MaxPool node. Name:'n3_MaxPool'") == "MaxPool"
+    assert failing_op("These Op Not Support: ONNX::IsNaN") == "IsNaN"
+    o1 = Outcome("prepare", "exception", etype="E", message="fail in n3_Tile at 0xdead")
+    o2 = Outcome("prepare", "exception", etype="E", message="fail in n9_Tile at 0xbeef")
+    assert signature("mnn", MCF, o1) == signature("mnn", MCF, o2)
+    assert signature("mnn", DCF, None, {"op": "Conv"}, "value") != signature("mnn", DCF, None, {"op": "Add"}, "value")
