@@ -83,7 +83,7 @@ def squeeze(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
 
 
 def unsqueeze(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    x = ins[0]
+    x = to_rank(b, ins[0], 5) if ins[0].rank > 5 else ins[0]
     k = min(int(p.get("count", 1)), 6 - x.rank)
     if k < 1:
         raise SolverError("rank too high to unsqueeze")
@@ -197,7 +197,11 @@ def concat(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Concat of 1..n inputs; others fitted to the first except on the axis."""
     x = ins[0]
     axis = norm_axis(int(p.get("axis", 1)), x.rank)
-    parts = [x] + [cast(b, fit(b, t, x.shape, free_axis=axis), x.dtype) for t in ins[1:]]
+    a = axis % x.rank
+    rest = max(1, x.numel // max(x.shape[a], 1))
+    keep = max(1, (SOFT_CAP * 4) // (rest * len(ins)))  # each part's share of the output budget
+    parts = [x] + [cast(b, fit(b, shrink_axis(b, t, a, keep * (t.numel // max(t.shape[a], 1))) if t.rank == x.rank else t,
+                               x.shape, free_axis=axis), x.dtype) for t in ins[1:]]
     if len(parts) == 1 and p.get("self", 0):
         parts = [x] * int(p.get("self", 2))
     total = sum(t.numel for t in parts)

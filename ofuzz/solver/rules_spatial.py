@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ofuzz.corpus import Block
-from ofuzz.solver.adapters import fit, pad_to, reshape, slice_to
+from ofuzz.solver.adapters import fit, pad_to, reshape, shrink, slice_to
 from ofuzz.solver.builder import Builder, SolverError, T
 
 Params = dict[str, Any]
@@ -71,7 +71,7 @@ def _spatial(b: Builder, x: T, p: Params, pool: bool) -> dict[str, Any]:
 
 def conv(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Conv in its group modes: 1, depthwise (group = C) and a divisor of C."""
-    x = ins[0]
+    x = _fit_budget(b, ins[0], int(p.get("out_channels", 8)) * int(p.get("multiplier", 1)))
     c = x.shape[1]
     attrs = _spatial(b, x, p, pool=False)
     mode = str(p.get("group", "one"))
@@ -88,8 +88,17 @@ def conv(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Conv", args, group=g, **attrs)
 
 
+def _fit_budget(b: Builder, x: T, growth: int) -> T:
+    """Shrink an input so that `growth` times its spatial size stays well under the cap."""
+    limit = max(1, b.cap // (4 * max(growth, 1)))
+    spatial = x.numel // max(x.shape[1], 1)
+    if spatial * x.shape[0] <= limit:
+        return x
+    return shrink(b, x, max(x.shape[1], limit * x.shape[1] // max(spatial * x.shape[0], 1)))
+
+
 def conv_transpose(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    x = ins[0]
+    x = _fit_budget(b, ins[0], int(p.get("out_channels", 4)) * int(p.get("stride", 1)) ** 2 * 4)
     c = x.shape[1]
     n_sp = x.rank - 2
     k, s, d = int(p.get("kernel", 3)), int(p.get("stride", 1)), int(p.get("dilation", 1))
@@ -162,6 +171,8 @@ def resize(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     mode = str(p.get("mode", "nearest"))
     ctm = str(p.get("coordinate_transformation_mode", "half_pixel"))
     scales_hw = [float(p.get("scale_h", 2.0)), float(p.get("scale_w", 2.0))]
+    x = _fit_budget(b, x, int(max(scales_hw[0], 1) * max(scales_hw[1], 1) * 4))
+    scales_hw = [sc if x.shape[2 + i] * sc >= 1 else 1.0 for i, sc in enumerate(scales_hw)]  # no empty output
     roi = None
     if ctm == "tf_crop_and_resize":
         lo = np.round(b.rng.uniform(0, 0.4, 2), 3)
