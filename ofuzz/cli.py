@@ -267,6 +267,165 @@ def run(
     raise typer.Exit(1 if judged.findings else 0)
 
 
+def parse_duration(spec: str) -> float:
+    """'30m', '90s', '2h', '1h30m' or plain seconds → seconds."""
+    import re
+
+    spec = spec.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", spec):
+        return float(spec)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", spec)
+    if not parts or "".join(a + b for a, b in parts) != spec:
+        raise typer.BadParameter(f"--budget takes durations like 30m, 90s, 2h or 1h30m, got {spec!r}")
+    return sum(float(a) * {"h": 3600, "m": 60, "s": 1}[b] for a, b in parts)
+
+
+def _progress_table(c) -> Table:
+    from ofuzz.coverage import METRICS
+
+    s = c.stats
+    cov = c.coverage.metrics()
+    budget = f" / {c.opts.budget:.0f}s" if c.opts.budget else ""
+    rate = s.generated / max(s.elapsed - s.elapsed_before, 1e-9) if s.generated else 0.0
+    t = Table(title=f"ofuzz campaign → {c.out}", show_header=False, expand=False)
+    t.add_column(style="bold")
+    t.add_column()
+    t.add_row("elapsed", f"{s.elapsed:.0f}s{budget}")
+    t.add_row("models", f"generated {s.generated}, kept {s.kept}, run {s.run}  ({rate:.1f} generated/s this session)")
+    t.add_row("coverage", f"OLC {100 * cov['OLC']:.1f}%  (" + ", ".join(f"{m} {100 * cov[m]:.1f}%" for m in METRICS) + ")")
+    for eng, d in sorted(s.by_engine.items()):
+        t.add_row(eng, "  ".join(f"{k} {d.get(k, 0)}" for k in ("DCP", "DCF", "IF", "MCF")))
+    t.add_row("unique findings", str(s.unique))
+    if getattr(c, "unavailable", None):
+        t.add_row("skipped engines", "; ".join(f"{k}: {v}" for k, v in c.unavailable.items()))
+    return t
+
+
+@app.command()
+def campaign(
+    engines: str = typer.Option(",".join(("onnxruntime", "tensorflow", "mnn", "reference")), "--engines", "-e", help="Comma-separated engines (FILE.py:Class plug-ins allowed)."),
+    budget: Optional[str] = typer.Option(None, help="Wall-time budget, e.g. 30m (hard limit; default 10m unless --models/--tests)."),
+    models: Optional[int] = typer.Option(None, help="Stop after N generated models."),
+    tests: Optional[int] = typer.Option(None, help="Stop after N kept tests (models that added coverage)."),
+    blocks: str = typer.Option("5..15", help="Blocks per model: N or LO..HI."),
+    graph: str = typer.Option("mixed", help="ws, rn or mixed."),
+    mutations: bool = typer.Option(True, "--mutations/--no-mutations"),
+    chooser: str = typer.Option("mcts", help="mcts or random."),
+    seed: int = typer.Option(0),
+    workers: int = typer.Option(0, help="Parallel engine pools (default: the machine's cores)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Campaign folder (default runs/<timestamp>)."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the campaign stored in this folder."),
+    run_all: bool = typer.Option(False, "--run-all", help="Run every model, not only those adding coverage."),
+    localise_dcf: bool = typer.Option(True, "--localise/--no-localise", help="Find the diverging operator of each DCF."),
+    timeout: Optional[float] = typer.Option(None, help="Per-step engine timeout in seconds (default: each engine's own)."),
+    report: bool = typer.Option(True, "--report/--no-report", help="Write report.html at the end."),
+) -> None:
+    """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""
+    import os
+    import time as _time
+
+    from rich.live import Live
+
+    from ofuzz.campaign import Campaign, CampaignOptions
+    from ofuzz.engines.registry import EngineError, resolve
+    from ofuzz.store import Store
+
+    if resume is not None:
+        if not (resume / "campaign.sqlite").is_file():
+            fail(f"{resume}: no campaign.sqlite here; give the folder a campaign was started in")
+        st = Store(resume)
+        saved = st.get_meta("options")
+        st.close()
+        if not saved:
+            fail(f"{resume}: the store has no campaign options; it was not written by ofuzz campaign")
+        opts = CampaignOptions(**{**saved, "blocks": tuple(saved["blocks"])})
+        if budget is not None:
+            opts.budget = parse_duration(budget)
+        if models is not None:
+            opts.models = models
+        if tests is not None:
+            opts.tests = tests
+        out = resume
+    else:
+        if graph not in ("ws", "rn", "mixed") or chooser not in ("mcts", "random"):
+            raise typer.BadParameter("--graph must be ws|rn|mixed and --chooser mcts|random")
+        names = [e.strip() for e in engines.split(",") if e.strip()]
+        b = parse_duration(budget) if budget else (None if (models or tests) else 600.0)
+        opts = CampaignOptions(engines=names, budget=b, models=models, tests=tests, blocks=parse_blocks(blocks), graph=graph,
+                               mutations=mutations, chooser=chooser, seed=seed, workers=workers or (os.cpu_count() or 2),
+                               run_all=run_all, localise=localise_dcf, timeout=timeout)
+        out = out or Path("runs") / _time.strftime("%Y%m%d-%H%M%S")
+        if (out / "campaign.sqlite").exists():
+            fail(f"{out} already holds a campaign; continue it with --resume {out} or pick another --out")
+    try:
+        specs = resolve(opts.engines)
+    except EngineError as exc:
+        fail(str(exc))
+    c = Campaign(_corpus(None), specs, opts, out, resume=resume is not None)
+    interrupted = False
+    last = [0.0]
+    with Live(_progress_table(c), console=console, refresh_per_second=2, transient=False) as live:
+        def progress(camp) -> None:
+            now = _time.monotonic()
+            if now - last[0] > 0.5:
+                last[0] = now
+                live.update(_progress_table(camp))
+        try:
+            c.run(progress)
+        except KeyboardInterrupt:
+            interrupted = True
+        live.update(_progress_table(c))
+    c.close()
+    if interrupted:
+        console.print(f"stopped by Ctrl-C; everything committed is kept. Resume with: ofuzz campaign --resume {out}")
+        raise typer.Exit(130)
+    console.print(f"campaign stopped: {c.stop_reason or 'done'}; store: {out}/campaign.sqlite")
+    if report:
+        from ofuzz.report import write_report
+
+        path = write_report(out)
+        console.print(f"report: {path}")
+        print(path)
+
+
+@app.command()
+def findings(
+    campaign_dir: Path = typer.Argument(..., help="A campaign folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List a campaign's unique findings (one per signature, with counts)."""
+    import json
+
+    from ofuzz.store import Store
+
+    if not (campaign_dir / "campaign.sqlite").is_file():
+        fail(f"{campaign_dir}: no campaign.sqlite here")
+    st = Store(campaign_dir)
+    rows = st.findings()
+    st.close()
+    if as_json:
+        print(json.dumps(rows, indent=1, default=str))
+        return
+    from ofuzz.campaign import finding_id
+
+    t = Table(title=f"{len(rows)} unique findings in {campaign_dir}")
+    for col in ("id", "engine", "status", "op", "count", "first model", "summary"):
+        t.add_column(col, overflow="fold", max_width=80 if col == "summary" else None)
+    for r in rows:
+        t.add_row(finding_id(r["signature"]), r["engine"], r["status"], r["op"] or "?", str(r["count"]), r["first_model"], r["summary"])
+    out_console().print(t)
+
+
+@app.command()
+def report(campaign_dir: Path = typer.Argument(..., help="A campaign folder.")) -> None:
+    """Write DIR/report.html: coverage over time, findings per engine, one card per finding."""
+    from ofuzz.report import write_report
+
+    if not (campaign_dir / "campaign.sqlite").is_file():
+        fail(f"{campaign_dir}: no campaign.sqlite here")
+    print(write_report(campaign_dir))
+
+
 def _degs(s: frozenset[int]) -> str:
     v = sorted(s)
     return f"{v[0]}..{v[-1]}" if len(v) > 2 and v == list(range(v[0], v[-1] + 1)) else ",".join(map(str, v))

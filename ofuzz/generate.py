@@ -18,6 +18,7 @@ import onnx
 
 from ofuzz import __version__
 from ofuzz.corpus import Corpus
+from ofuzz.coverage import OpRecord
 from ofuzz.emit import check_model, emit_model
 from ofuzz.genome import Genome, assign_blocks, single_block_genome
 from ofuzz.graphs import DEFAULT_P, K_CHOICES, make_graph
@@ -48,6 +49,10 @@ class GeneratedModel:
     inputs: dict[str, np.ndarray]
     provenance: dict[str, Any]
     genome: Genome
+
+    @property
+    def records(self) -> list["OpRecord"]:
+        return [OpRecord.from_json(r) for r in self.provenance["coverage_records"]]
 
     def save(self, out_dir: Path) -> Path:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -114,6 +119,7 @@ def build(genome: Genome, corpus: Corpus, mid: str, seed: int, index: int, opts:
         "node_count": len(b.nodes),
         "ops": sorted({n.proto.op_type for n in b.nodes}),
         "inputs": {t.name: list(t.shape) for t in b.inputs},
+        "coverage_records": [r.to_json() for r in res.records],
     }
     prov = json.loads(json.dumps(prov, default=_default))
     model = emit_model(b, res.outputs, f"ofuzz_{mid}", prov)

@@ -14,17 +14,20 @@ from typing import Any
 _NODE = re.compile(r"\bn\d+_([A-Z][A-Za-z0-9]*)")
 _TENSOR = re.compile(r"\bt\d+_([A-Z][A-Za-z0-9]*)(?:_\d+)?")
 _SUBS = [
+    (re.compile(r"(Found:|got:?|Tensor)\s*[\[(].*$"), r"\1 ..."),  # dumped values
+    (re.compile(r"\[\[.*?\]\]"), "[...]"),
     (re.compile(r"0x[0-9a-fA-F]+"), "0xADDR"),
     (re.compile(r"(/[\w.+-]+)+/?"), "/PATH"),
     (_NODE, r"<\1>"),
     (_TENSOR, r"<t:\1>"),
     (re.compile(r"\binput_\d+\b"), "<input>"),
     (re.compile(r"-?\d+(\.\d+)?(e-?\d+)?"), "N"),
+    (re.compile(r"_N\b"), ""),  # per-model layer suffixes (tf.reshape_3 → tf.reshape)
     (re.compile(r"\s+"), " "),
 ]
 
 
-def normalise(msg: str, limit: int = 200) -> str:
+def normalise(msg: str, limit: int = 120) -> str:
     line = next((ln for ln in msg.strip().splitlines() if ln.strip()), "")
     for pat, rep in _SUBS:
         line = pat.sub(rep, line)

@@ -112,24 +112,25 @@ class Worker:
         return self.proc is not None and self.proc.poll() is None
 
     def close(self) -> None:
-        if self.proc is None:
+        """Kill the worker's whole process group (it may be mid-request in another thread)."""
+        proc, self.proc = self.proc, None
+        if proc is None:
             return
-        if self.proc.poll() is None:
+        if proc.poll() is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
         try:
-            self.proc.wait(timeout=5)
+            proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        for f in (self.proc.stdin, self.proc.stdout):
+        for f in (proc.stdin, proc.stdout):
             try:
                 if f:
                     f.close()
             except OSError:
                 pass
-        self.proc = None
 
     def ensure(self) -> Outcome:
         if self.alive():
@@ -154,9 +155,9 @@ class Worker:
         except OSError:
             return 0
 
-    def _readline(self, deadline: float) -> bytes | None:
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
+    def _readline(self, proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
         sel = selectors.DefaultSelector()
         sel.register(fd, selectors.EVENT_READ)
         try:
@@ -174,22 +175,28 @@ class Worker:
         return line
 
     def _request(self, req: dict[str, Any], timeout: float, stage: str) -> tuple[dict[str, Any] | None, Outcome | None]:
-        assert self.proc is not None and self.proc.stdin is not None
+        proc = self.proc
+        if proc is None or proc.stdin is None:
+            return None, Outcome(stage, "exit", message="worker closed")
         offset = self._log_size()
         t0 = time.perf_counter()
         try:
-            self.proc.stdin.write((json.dumps(req) + "\n").encode())
-            self.proc.stdin.flush()
-            line = self._readline(time.monotonic() + timeout)
+            proc.stdin.write((json.dumps(req) + "\n").encode())
+            proc.stdin.flush()
+            line = self._readline(proc, time.monotonic() + timeout)
         except TimeoutError:
             self.close()
             return None, Outcome(stage, "timeout", message=f"no answer within {timeout:.0f}s", log_tail=self._log_tail(offset), time=time.perf_counter() - t0)
-        except (BrokenPipeError, OSError):
+        except (BrokenPipeError, OSError, ValueError):
             line = None
         if line is None:
-            code = self.proc.wait(timeout=10) if self.proc else None
+            try:
+                code = proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                code = None
             tail = self._log_tail(offset)
-            self.proc = None
+            if self.proc is proc:
+                self.proc = None
             if code is not None and code < 0:
                 kind = "oom" if any(m in tail for m in OOM_MARKERS) else "crash"
                 return None, Outcome(stage, kind, signal=_signame(-code), exit_code=code, log_tail=tail, time=time.perf_counter() - t0)
@@ -215,7 +222,7 @@ class Worker:
         self._seq += 1
         wd = self.root / f"m{self._seq}"
         wd.mkdir(parents=True, exist_ok=True)
-        req = {"cmd": "prepare", "model": str(model_path), "workdir": str(wd), "inputs": inputs, "outputs": outputs}
+        req = {"cmd": "prepare", "model": str(Path(model_path).resolve()), "workdir": str(wd.resolve()), "inputs": inputs, "outputs": outputs}
         reply, out = self._request(req, timeout or self.spec.timeout, "prepare")
         if out is not None:
             return out
@@ -225,7 +232,7 @@ class Worker:
         if not self.alive():
             return Outcome("run", "exit", message="worker not running (prepare first)")
         out_path = self.root / f"out{self._seq}.npz"
-        reply, out = self._request({"cmd": "run", "inputs": str(inputs_npz), "outputs": str(out_path)}, timeout or self.spec.timeout, "run")
+        reply, out = self._request({"cmd": "run", "inputs": str(Path(inputs_npz).resolve()), "outputs": str(out_path.resolve())}, timeout or self.spec.timeout, "run")
         if out is not None:
             return out
         assert reply is not None

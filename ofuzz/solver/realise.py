@@ -13,7 +13,8 @@ from typing import Any
 import networkx as nx
 
 from ofuzz.corpus import Block, Corpus
-from ofuzz.genome import Genome
+from ofuzz.coverage import OpRecord, spc_key
+from ofuzz.genome import Genome, NodeGene
 from ofuzz.solver.builder import FLOAT, Builder, SolverError, T
 from ofuzz.solver.rules import apply_block
 
@@ -25,9 +26,11 @@ class Realised:
     outputs: list[T]
     degraded: list[str] = field(default_factory=list)
     used_params: dict[int, Any] = field(default_factory=dict)
+    records: list[OpRecord] = field(default_factory=list)
 
 
 def _run_block(b: Builder, blk: Block, ins: list[T], params: dict[str, Any], pins: dict[str, tuple[Any, ...]], degraded: list[str], where: str) -> tuple[list[T], dict[str, Any]]:
+    """Run one operator block, retrying with fresh parameters when the draw does not fit."""
     last = ""
     for _ in range(RETRIES):
         mark = b.mark()
@@ -59,11 +62,13 @@ def realise(genome: Genome, corpus: Corpus, b: Builder) -> Realised:
             else:
                 ins = [b.add_input(genome.input_shape, FLOAT)]
         b.current_block, b.current_node = blk.name, int(n)
+        succ = tuple(sorted({_entry_block(genome.gene(v)) for v in g.successors(n)}))
         if gene.inner is None:
             outs, used = _run_block(b, blk, ins, gene.params, {}, res.degraded, f"node {n}")
             res.used_params[int(n)] = used
+            res.records.append(OpRecord(blk.name, max(1, len(in_edges)), int(g.out_degree(n)), succ, spc_key([t.shape for t in ins], used)))
         else:
-            outs, used_inner = _run_subgraph(b, corpus, gene, ins, res.degraded, n)
+            outs, used_inner = _run_subgraph(b, corpus, gene, ins, res.degraded, n, int(g.out_degree(n)), succ, res.records)
             res.used_params[int(n)] = used_inner
         produced[n] = outs
     b.current_block, b.current_node = "adapter", -1
@@ -89,8 +94,21 @@ def _edge_tensor(g: nx.MultiDiGraph, produced: dict[int, list[T]], u: int, v: in
     return outs[order % len(outs)]
 
 
-def _run_subgraph(b: Builder, corpus: Corpus, gene: Any, ins: list[T], degraded: list[str], n: int) -> tuple[list[T], list[dict[str, Any]]]:
+def _entry_block(gene: NodeGene) -> str:
+    """The operator a data flow into this node reaches first (a subgraph's first entry op)."""
+    if gene.inner is None:
+        return gene.block
+    dsts = {d for _, d in gene.inner_edges or []}
+    return next(g.block for j, g in enumerate(gene.inner) if j not in dsts)
+
+
+def _run_subgraph(
+    b: Builder, corpus: Corpus, gene: Any, ins: list[T], degraded: list[str], n: int,
+    out_degree: int, succ: tuple[str, ...], records: list[OpRecord],
+) -> tuple[list[T], list[dict[str, Any]]]:
     edges = gene.inner_edges or []
+    srcs = {s for s, _ in edges}
+    sink = [j for j in range(len(gene.inner)) if j not in srcs][-1]
     preds: dict[int, list[int]] = defaultdict(list)
     for s, d in edges:
         preds[d].append(s)
@@ -110,8 +128,10 @@ def _run_subgraph(b: Builder, corpus: Corpus, gene: Any, ins: list[T], degraded:
         o, p = _run_block(b, blk, args, inner.params, inner.pins, degraded, f"node {n}.{j}")
         outs[j] = o
         used.append({"block": inner.block, "params": p})
-    srcs = {s for s, _ in edges}
-    sink = [j for j in range(len(gene.inner)) if j not in srcs][-1]
+        inner_succ = {gene.inner[d].block for s, d in edges if s == j}
+        n_out = sum(1 for s, _ in edges if s == j) + (out_degree if j == sink else 0)
+        records.append(OpRecord(blk.name, len(args), n_out, tuple(sorted(inner_succ | (set(succ) if j == sink else set()))),
+                                spc_key([t.shape for t in args], p)))
     return outs[sink], used
 
 

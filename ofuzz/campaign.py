@@ -1,0 +1,250 @@
+"""`ofuzz campaign`: the paper's Algorithm 1 with engines, a durable store and a live display.
+
+Loop: choose blocks (MCTS or random) → mutate and generate → measure coverage →
+discard the model if it adds none (unless --run-all) → judge it on the engines
+(W engine pools in parallel) → store the verdict → back-propagate the reward.
+Generation runs in the main thread; each judging thread only waits on engine
+worker pipes, so the engines keep the machine's cores busy.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from queue import Queue
+from typing import Any, Callable
+
+import numpy as np
+
+from ofuzz.chooser import make_chooser, reward
+from ofuzz.corpus import Corpus
+from ofuzz.coverage import Coverage, OpRecord
+from ofuzz.engines.registry import EngineSpec
+from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one, npz_bytes
+from ofuzz.judging import Judged, judge_model
+from ofuzz.runner import EnginePool
+from ofuzz.store import Store
+
+
+@dataclass
+class CampaignOptions:
+    engines: list[str]
+    budget: float | None = None  # seconds (total, across resumes)
+    models: int | None = None  # stop after this many generated models
+    tests: int | None = None  # stop after this many kept tests
+    blocks: tuple[int, int] = (5, 15)
+    graph: str = "mixed"
+    mutations: bool = True
+    chooser: str = "mcts"
+    seed: int = 0
+    workers: int = 2
+    run_all: bool = False
+    n_maxspc: int = 200
+    localise: bool = True
+    timeout: float | None = None
+
+
+@dataclass
+class Stats:
+    generated: int = 0
+    kept: int = 0
+    run: int = 0
+    unique: int = 0
+    by_engine: dict[str, dict[str, int]] = field(default_factory=dict)
+    engine_time: float = 0.0
+    own_time: float = 0.0  # ofuzz's own busy time in the main thread (generate, coverage, store)
+    started: float = field(default_factory=time.monotonic)
+    elapsed_before: float = 0.0
+
+    @property
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.monotonic() - self.started
+
+
+class Campaign:
+    def __init__(self, corpus: Corpus, specs: list[EngineSpec], opts: CampaignOptions, out: Path, resume: bool = False) -> None:
+        self.corpus, self.specs, self.opts = corpus, specs, opts
+        self.store = Store(out)
+        self.out = Path(out)
+        self.coverage = Coverage.for_corpus(corpus, n_maxspc=opts.n_maxspc)
+        self.stats = Stats()
+        done = self.store.committed_indices()
+        self.rng = np.random.default_rng([opts.seed, len(done), 7])
+        self.chooser = make_chooser(opts.chooser, corpus, self.coverage, self.rng)
+        self.gen_opts = GenerateOptions(blocks=opts.blocks, graph=opts.graph, mutations=opts.mutations)
+        self.signatures = self.store.signatures()
+        if resume:
+            for recs in self.store.all_records():
+                self.coverage.add(OpRecord.from_json(r) for r in recs)
+            state = self.store.chooser_state()
+            if state and state.get("kind") == self.chooser.name:
+                self.chooser.load(state)
+            c = self.store.counts()
+            self.stats.generated, self.stats.kept, self.stats.run = c["generated"], c["kept"], c["run"]
+            self.stats.unique = len(self.signatures)
+            self.stats.elapsed_before = self.store.last_elapsed()
+            for eng, d in self.store.engine_stats().items():
+                self.stats.by_engine[eng] = {k: v for k, v in d.items() if k != "time"}
+                self.stats.engine_time += d["time"]
+        else:
+            self.store.set_meta("options", asdict(opts))
+            self.store.set_meta("corpus", sorted(corpus.blocks))
+        self.todo = self._indices(done)
+        self.stop_reason = ""
+        self._stopping = threading.Event()
+
+    @staticmethod
+    def _indices(done: set[int]):
+        """Redo any index below the highest committed one (in flight at a kill), then go on."""
+        top = max(done) if done else -1
+        for i in range(top + 1):
+            if i not in done:
+                yield i
+        i = top + 1
+        while True:
+            yield i
+            i += 1
+
+    def _budget_left(self) -> bool:
+        o, s = self.opts, self.stats
+        if o.budget is not None and s.elapsed >= o.budget:
+            self.stop_reason = "budget reached"
+            return False
+        if o.models is not None and s.generated >= o.models:
+            self.stop_reason = f"{o.models} models generated"
+            return False
+        if o.tests is not None and s.kept >= o.tests:
+            self.stop_reason = f"{o.tests} tests kept"
+            return False
+        return True
+
+    def _save_files(self, m: GeneratedModel) -> Path:
+        return m.save(self.out / "models")
+
+    def _judge(self, pools: "Queue[EnginePool]", m: GeneratedModel, path: Path) -> tuple[Judged | None, float]:
+        pool = pools.get()
+        t0 = time.perf_counter()
+        try:
+            if self._stopping.is_set():
+                return None, 0.0
+            return judge_model(pool, m.model, path, m.inputs, self.opts.localise), time.perf_counter() - t0
+        finally:
+            pools.put(pool)
+
+    def _commit(self, idx: int, m: GeneratedModel, preferred: list[str], node: int | None, kept: bool,
+                judged: Judged | None, gen_time: float, judge_time: float) -> list[str]:
+        runs: list[tuple[str, str, float, float]] = []
+        findings: list[dict[str, Any]] = []
+        if judged is not None:
+            for eng, r in judged.verdict.results.items():
+                runs.append((eng, r.status, r.prepare_time, r.run_time))
+                d = self.stats.by_engine.setdefault(eng, {})
+                d[r.status] = d.get(r.status, 0) + 1
+                self.stats.engine_time += r.prepare_time + r.run_time
+            findings = [f.to_json() for f in judged.findings if f.blamed or judged.verdict.split]
+            for f in findings:
+                f["detail"] = {**f.get("detail", {}), "model": m.id, "versions": self._versions}
+        cov = self.coverage.metrics()
+        new = self.store.commit_model(
+            idx,
+            {"id": m.id, "kept": kept, "run": judged is not None, "new_coverage": kept, "blocks": m.provenance["blocks"],
+             "preferred": preferred, "node_count": m.provenance["node_count"], "gen_time": gen_time, "judge_time": judge_time,
+             "reward": 0.0},
+            m.provenance["coverage_records"] if kept else None, runs, findings,
+            {"elapsed": self.stats.elapsed, "generated": self.stats.generated, "kept": self.stats.kept, "run": self.stats.run,
+             **cov, "unique_findings": self.stats.unique, "engine_time": self.stats.engine_time},
+            self.chooser.to_json(),
+        )
+        self.signatures.update(new)
+        self.stats.unique += len(new)
+        self.chooser.backprop(node, reward(bool(new), kept))
+        return new
+
+    def run(self, on_progress: Callable[["Campaign"], None] | None = None) -> None:
+        W = max(1, self.opts.workers)
+        pools: Queue[EnginePool] = Queue()
+        made = [EnginePool(self.specs, self.out / "work" / f"pool{i}", self.opts.timeout) for i in range(W)]
+        starts = [p.start() for p in made]
+        for p in made:
+            pools.put(p)
+        self._versions = made[0].versions()
+        self.unavailable = dict(made[0].unavailable)
+        self.store.set_meta("versions", self._versions)
+        self.store.set_meta("unavailable", self.unavailable)
+        _ = starts
+        execu = ThreadPoolExecutor(max_workers=W)
+        pending: dict[Future[Any], tuple[Any, ...]] = {}
+        try:
+            while True:
+                busy0 = time.perf_counter()
+                while len(pending) < W and self._budget_left():
+                    idx = next(self.todo)
+                    t0 = time.perf_counter()
+                    preferred, node = self.chooser.choose()
+                    m = generate_one(self.corpus, self.opts.seed, idx, self.gen_opts, preferred=preferred)
+                    recs = m.records
+                    kept = self.coverage.is_new(recs)
+                    if kept:
+                        self.coverage.add(recs)
+                    gen_time = time.perf_counter() - t0
+                    self.stats.generated += 1
+                    self.stats.kept += int(kept)
+                    if not kept and not self.opts.run_all:
+                        self._commit(idx, m, preferred, node, False, None, gen_time, 0.0)
+                        continue
+                    path = self._save_files(m)
+                    fut = execu.submit(self._judge, pools, m, path)
+                    pending[fut] = (idx, m, preferred, node, kept, gen_time, path)
+                self.stats.own_time += time.perf_counter() - busy0
+                if not pending:
+                    break
+                done, _ = wait(list(pending), timeout=0.25, return_when=FIRST_COMPLETED)
+                busy1 = time.perf_counter()
+                for fut in done:
+                    idx, m, preferred, node, kept, gen_time, path = pending.pop(fut)
+                    judged, jt = fut.result()
+                    if judged is None:
+                        continue
+                    self.stats.run += 1
+                    self._commit(idx, m, preferred, node, kept, judged, gen_time, jt)
+                    if not kept:
+                        for ext in (".onnx", ".inputs.npz", ".json"):
+                            if not self._is_finding_model(m.id):
+                                (self.out / "models" / f"{m.id}{ext}").unlink(missing_ok=True)
+                self.stats.own_time += time.perf_counter() - busy1
+                if on_progress:
+                    on_progress(self)
+                if not self._budget_left() and pending and self.opts.budget is not None and self.stats.elapsed > self.opts.budget + 2:
+                    break  # hard budget: do not wait for a slow engine
+        finally:
+            self._stopping.set()
+            for p in made:
+                p.close()
+            execu.shutdown(wait=False, cancel_futures=True)
+            self.store.set_meta("last_stop", {"reason": self.stop_reason, "at": time.time(), "elapsed": self.stats.elapsed,
+                                              "own_time": self.stats.own_time})
+            if on_progress:
+                on_progress(self)
+
+    def _is_finding_model(self, model_id: str) -> bool:
+        row = self.store.db.execute("SELECT 1 FROM occurrences o JOIN models m ON m.idx = o.idx WHERE m.id=? LIMIT 1", (model_id,)).fetchone()
+        return row is not None
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def finding_id(signature: str) -> str:
+    return hashlib.sha1(signature.encode()).hexdigest()[:10]
+
+
+def save_inputs(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    path.write_bytes(npz_bytes(arrays))
+
+
+def options_json(opts: CampaignOptions) -> str:
+    return json.dumps(asdict(opts))

@@ -1,0 +1,154 @@
+"""`ofuzz report`: one self-contained HTML page per campaign (inline SVG, no assets)."""
+from __future__ import annotations
+
+import html
+import json
+from collections import defaultdict
+from pathlib import Path
+
+
+import onnx
+
+from ofuzz.store import Store
+
+COLOURS = {"OLC": "#111", "OTC": "#1f77b4", "IDC": "#2ca02c", "ODC": "#ff7f0e", "SEC": "#9467bd", "SPC": "#d62728"}
+
+
+def _line_plot(series: dict[str, list[tuple[float, float]]], title: str, ylabel: str, w: int = 640, h: int = 260, ymax: float | None = None) -> str:
+    pts = [p for s in series.values() for p in s]
+    if not pts:
+        return f"<p><em>{html.escape(title)}: no data yet</em></p>"
+    x0, x1 = 0.0, max(p[0] for p in pts) or 1.0
+    y1 = ymax if ymax is not None else (max(p[1] for p in pts) or 1.0)
+    L, B, R, T = 50, 30, 120, 25
+
+    def X(x: float) -> float:
+        return L + (x - x0) / (x1 - x0 or 1) * (w - L - R)
+
+    def Y(y: float) -> float:
+        return h - B - y / y1 * (h - B - T)
+
+    out = [f'<svg width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="11">',
+           f'<text x="{L}" y="15" font-weight="bold">{html.escape(title)}</text>',
+           f'<line x1="{L}" y1="{h - B}" x2="{w - R}" y2="{h - B}" stroke="#888"/><line x1="{L}" y1="{T}" x2="{L}" y2="{h - B}" stroke="#888"/>',
+           f'<text x="{L}" y="{h - 8}">0</text><text x="{w - R - 40}" y="{h - 8}">{x1:.0f} s</text>',
+           f'<text x="5" y="{T + 5}">{y1:g}</text><text x="5" y="{h - B}">0</text><text x="5" y="{(h - B + T) / 2}">{html.escape(ylabel)}</text>']
+    for k, (name, s) in enumerate(series.items()):
+        if not s:
+            continue
+        step = max(1, len(s) // 400)
+        d = " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in s[::step] + [s[-1]])
+        col = COLOURS.get(name, ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b"][k % 5])
+        out.append(f'<polyline fill="none" stroke="{col}" stroke-width="{2 if name == "OLC" else 1.3}" points="{d}"/>')
+        out.append(f'<text x="{w - R + 8}" y="{T + 14 * k + 10}" fill="{col}">{html.escape(name)} {s[-1][1]:.3g}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _graph_svg(model_path: Path, highlight: str | None, limit: int = 80) -> str:
+    """A layered drawing of the model's operators; the diverging node is highlighted."""
+    try:
+        model = onnx.load(str(model_path), load_external_data=False)
+    except Exception:
+        return "<p><em>model file not available</em></p>"
+    nodes = list(model.graph.node)[:limit]
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output}
+    depth: dict[int, int] = {}
+    for i, n in enumerate(nodes):
+        depth[i] = 1 + max((depth[producer[x]] for x in n.input if x in producer), default=-1)
+    layers: dict[int, list[int]] = defaultdict(list)
+    for i, d in depth.items():
+        layers[d].append(i)
+    bw, bh, gx, gy = 110, 22, 20, 30
+    width = max(len(v) for v in layers.values()) * (bw + gx) + gx
+    height = (max(layers) + 1) * (bh + gy) + gy
+    pos = {i: (gx + k * (bw + gx), gy + d * (bh + gy)) for d, ids in layers.items() for k, i in enumerate(ids)}
+    out = [f'<svg width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg" font-family="monospace" font-size="10">']
+    for i, n in enumerate(nodes):
+        for x in n.input:
+            if x in producer:
+                (ax, ay), (bx, by) = pos[producer[x]], pos[i]
+                out.append(f'<line x1="{ax + bw / 2}" y1="{ay + bh}" x2="{bx + bw / 2}" y2="{by}" stroke="#999"/>')
+    for i, n in enumerate(nodes):
+        x, y = pos[i]
+        hot = highlight is not None and n.name == highlight
+        fill = "#f8c9c9" if hot else ("#eee" if n.op_type in ("Reshape", "Slice", "Pad", "Cast") else "#dbe8f8")
+        out.append(f'<rect x="{x}" y="{y}" width="{bw}" height="{bh}" rx="4" fill="{fill}" stroke="{"#c00" if hot else "#668"}"/>'
+                   f'<text x="{x + 5}" y="{y + 15}">{html.escape(n.op_type[:16])}</text><title>{html.escape(n.name)}</title>')
+    if len(model.graph.node) > limit:
+        out.append(f'<text x="5" y="{height - 5}">… {len(model.graph.node) - limit} more nodes</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def write_report(campaign_dir: Path) -> Path:
+    campaign_dir = Path(campaign_dir)
+    st = Store(campaign_dir)
+    opts = st.get_meta("options", {})
+    versions = st.get_meta("versions", {})
+    unavailable = st.get_meta("unavailable", {})
+    last = st.get_meta("last_stop", {})
+    tl = st.timeline()
+    counts = st.counts()
+    engines = st.engine_stats()
+    found = st.findings()
+    st.close()
+    parts = {m: [(r["elapsed"], r[m.lower()] * 100) for r in tl if r[m.lower()] is not None] for m in ("OLC", "OTC", "IDC", "ODC", "SEC", "SPC")}
+    uniq = {"unique findings": [(r["elapsed"], r["unique_findings"]) for r in tl]}
+    elapsed = last.get("elapsed", tl[-1]["elapsed"] if tl else 0.0)
+    engine_time = tl[-1]["engine_time"] if tl else 0.0
+    own = last.get("own_time")
+    rows = []
+    for eng, d in sorted(engines.items()):
+        rows.append(f"<tr><td>{html.escape(eng)}</td>" + "".join(f"<td>{d.get(s, 0)}</td>" for s in ("DCP", "DCF", "IF", "MCF"))
+                    + f"<td>{d['time']:.1f}</td><td>{html.escape(str(versions.get(eng, '')))}</td></tr>")
+    per: dict[tuple[str, str], int] = defaultdict(int)
+    for f in found:
+        per[(f["engine"], f["status"])] += 1
+    cards = []
+    from ofuzz.campaign import finding_id
+
+    for f in found:
+        det = f["detail"] or {}
+        div = det.get("diverging") or {}
+        model_file = campaign_dir / "models" / f"{f['first_model']}.onnx"
+        cmd = f"ofuzz run {model_file} --engines {','.join(opts.get('engines', []))}"
+        errs = ""
+        if div.get("op"):
+            errs = f"<p>diverging operator: <b>{html.escape(str(div.get('op')))}</b> ({html.escape(str(div.get('node')))}), max abs {div.get('max_abs', 0):.3g}, max rel {div.get('max_rel', 0):.3g}</p>"
+        elif div.get("note"):
+            errs = f"<p>localisation: {html.escape(div['note'])}</p>"
+        tail = det.get("log_tail", "")
+        cards.append(
+            f'<div class="card"><h3>{finding_id(f["signature"])} · {html.escape(f["engine"])} · {f["status"]} · {html.escape(f["op"] or "?")} · ×{f["count"]}</h3>'
+            f"<p>{html.escape(f['summary'])}</p>{errs}<p class='sig'>{html.escape(f['signature'])}</p>"
+            f"<p>first seen in model {html.escape(f['first_model'])}; reproduce: <code>{html.escape(cmd)}</code></p>"
+            + (f"<details><summary>engine log</summary><pre>{html.escape(tail[-1500:])}</pre></details>" if tail else "")
+            + f"<details><summary>model graph</summary>{_graph_svg(model_file, div.get('node'))}</details></div>"
+        )
+    share = f"{100 * own / elapsed:.1f}%" if own and elapsed else "n/a"
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>ofuzz report — {html.escape(str(campaign_dir))}</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}} table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}} .card{{border:1px solid #ccc;border-radius:6px;padding:8px 14px;margin:12px 0}}
+.sig{{font-family:monospace;font-size:11px;color:#666;word-break:break-all}} code{{background:#f4f4f4;padding:1px 4px}} pre{{white-space:pre-wrap;font-size:11px}}</style>
+</head><body><h1>ofuzz campaign report</h1>
+<p>{html.escape(str(campaign_dir))} — {elapsed:.0f}s wall time, stopped: {html.escape(str(last.get('reason') or 'running or killed'))}.
+Models generated {counts['generated']}, kept (new coverage) {counts['kept']}, run on engines {counts['run']}.
+Time inside engines (summed over parallel pools) {engine_time:.0f}s; ofuzz's own main-thread share of wall time {share}.
+<b>{len(found)}</b> unique findings.</p>
+<h2>Coverage over time</h2>{_line_plot(parts, "operator-level coverage (%)", "%", ymax=100)}
+{_line_plot(uniq, "unique findings", "count")}
+<h2>Engines</h2><table><tr><th>engine</th><th>DCP</th><th>DCF</th><th>IF</th><th>MCF</th><th>engine s</th><th>version</th></tr>{''.join(rows)}</table>
+{('<p>skipped engines: ' + html.escape(json.dumps(unavailable)) + '</p>') if unavailable else ''}
+<h2>Unique findings per engine and status</h2><table><tr><th>engine</th><th>status</th><th>unique</th></tr>
+{''.join(f'<tr><td>{html.escape(e)}</td><td>{s}</td><td>{n}</td></tr>' for (e, s), n in sorted(per.items()))}</table>
+<p>Note: localisation reruns a model with every intermediate tensor exposed as an output; this can change an engine's
+fusion, so a divergence may vanish (reported as such) or move.</p>
+<h2>Findings</h2>{''.join(cards) or '<p>none</p>'}
+<h2>Settings</h2><pre>{html.escape(json.dumps(opts, indent=1))}</pre>
+</body></html>"""
+    out = campaign_dir / "report.html"
+    out.write_text(page)
+    return out
+
+

@@ -1,0 +1,150 @@
+"""The campaign store: one SQLite file plus model files, committed one model at a time.
+
+Each judged (or discarded) model is committed in a single transaction — its
+row, coverage records, engine timings, finding occurrences, the timeline row
+and the chooser's state — so a campaign killed at any instant (SIGKILL
+included) resumes from the last commit with nothing lost or counted twice.
+Files are written before the commit and simply rewritten if a model is redone.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS models (
+  idx INTEGER PRIMARY KEY, id TEXT NOT NULL, kept INTEGER NOT NULL, run INTEGER NOT NULL,
+  new_coverage INTEGER NOT NULL, blocks TEXT NOT NULL, preferred TEXT NOT NULL, node_count INTEGER NOT NULL,
+  gen_time REAL NOT NULL, judge_time REAL NOT NULL, reward REAL NOT NULL, committed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS records (idx INTEGER PRIMARY KEY, records TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS engine_runs (
+  idx INTEGER NOT NULL, engine TEXT NOT NULL, status TEXT NOT NULL, prepare_time REAL, run_time REAL,
+  PRIMARY KEY (idx, engine)
+);
+CREATE TABLE IF NOT EXISTS findings (
+  signature TEXT PRIMARY KEY, engine TEXT NOT NULL, status TEXT NOT NULL, op TEXT, summary TEXT NOT NULL,
+  first_idx INTEGER NOT NULL, first_model TEXT NOT NULL, count INTEGER NOT NULL, blamed INTEGER NOT NULL, detail TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS occurrences (
+  idx INTEGER NOT NULL, engine TEXT NOT NULL, signature TEXT NOT NULL, PRIMARY KEY (idx, engine)
+);
+CREATE TABLE IF NOT EXISTS timeline (
+  seq INTEGER PRIMARY KEY, idx INTEGER NOT NULL UNIQUE, elapsed REAL NOT NULL, generated INTEGER NOT NULL,
+  kept INTEGER NOT NULL, run INTEGER NOT NULL, olc REAL, otc REAL, idc REAL, odc REAL, sec REAL, spc REAL,
+  unique_findings INTEGER NOT NULL, engine_time REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chooser (id INTEGER PRIMARY KEY CHECK (id = 0), state TEXT NOT NULL);
+"""
+
+
+class Store:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "models").mkdir(exist_ok=True)
+        self.db = sqlite3.connect(str(self.root / "campaign.sqlite"), isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+
+    # -- meta -------------------------------------------------------------------
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    # -- reading ------------------------------------------------------------------
+    def committed_indices(self) -> set[int]:
+        return {r[0] for r in self.db.execute("SELECT idx FROM models")}
+
+    def counts(self) -> dict[str, int]:
+        g, k, r = self.db.execute("SELECT COUNT(*), COALESCE(SUM(kept),0), COALESCE(SUM(run),0) FROM models").fetchone()
+        return {"generated": g, "kept": k, "run": r}
+
+    def all_records(self) -> Iterable[list[Any]]:
+        for (recs,) in self.db.execute("SELECT r.records FROM records r JOIN models m ON m.idx = r.idx WHERE m.kept = 1 ORDER BY r.idx"):
+            yield json.loads(recs)
+
+    def signatures(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT signature FROM findings")}
+
+    def chooser_state(self) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT state FROM chooser WHERE id=0").fetchone()
+        return json.loads(row[0]) if row else None
+
+    def last_elapsed(self) -> float:
+        row = self.db.execute("SELECT MAX(elapsed) FROM timeline").fetchone()
+        return float(row[0] or 0.0)
+
+    def findings(self) -> list[dict[str, Any]]:
+        cols = [d[1] for d in self.db.execute("PRAGMA table_info(findings)")]
+        rows = self.db.execute("SELECT * FROM findings ORDER BY engine, status, count DESC").fetchall()
+        out = []
+        for r in rows:
+            d = dict(zip(cols, r))
+            d["detail"] = json.loads(d["detail"])
+            out.append(d)
+        return out
+
+    def timeline(self) -> list[dict[str, Any]]:
+        cols = [d[1] for d in self.db.execute("PRAGMA table_info(timeline)")]
+        return [dict(zip(cols, r)) for r in self.db.execute("SELECT * FROM timeline ORDER BY seq")]
+
+    def engine_stats(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for eng, st, n, t in self.db.execute("SELECT engine, status, COUNT(*), SUM(prepare_time + run_time) FROM engine_runs GROUP BY engine, status"):
+            d = out.setdefault(eng, {"time": 0.0})
+            d[st] = n
+            d["time"] += t or 0.0
+        return out
+
+    # -- writing ------------------------------------------------------------------
+    def commit_model(
+        self, idx: int, model: dict[str, Any], records: list[list[Any]] | None, engine_runs: list[tuple[str, str, float, float]],
+        findings: list[dict[str, Any]], timeline: dict[str, Any], chooser_state: dict[str, Any],
+    ) -> list[str]:
+        """Commit one model atomically; returns the signatures that are new to the campaign."""
+        new: list[str] = []
+        cur = self.db.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            cur.execute(
+                "INSERT INTO models VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (idx, model["id"], int(model["kept"]), int(model["run"]), int(model["new_coverage"]), json.dumps(model["blocks"]),
+                 json.dumps(model["preferred"]), model["node_count"], model["gen_time"], model["judge_time"], model["reward"], time.time()),
+            )
+            if records is not None:
+                cur.execute("INSERT INTO records VALUES (?, ?)", (idx, json.dumps(records)))
+            for eng, status, pt, rt in engine_runs:
+                cur.execute("INSERT INTO engine_runs VALUES (?,?,?,?,?)", (idx, eng, status, pt, rt))
+            for f in findings:
+                row = cur.execute("SELECT count FROM findings WHERE signature=?", (f["signature"],)).fetchone()
+                if row is None:
+                    cur.execute("INSERT INTO findings VALUES (?,?,?,?,?,?,?,?,?,?)",
+                                (f["signature"], f["engine"], f["status"], f.get("op"), f["summary"], idx, model["id"], 1,
+                                 int(f.get("blamed", True)), json.dumps(f.get("detail", {}), default=str)))
+                    new.append(f["signature"])
+                else:
+                    cur.execute("UPDATE findings SET count = count + 1 WHERE signature=?", (f["signature"],))
+                cur.execute("INSERT INTO occurrences VALUES (?,?,?)", (idx, f["engine"], f["signature"]))
+            seq = cur.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM timeline").fetchone()[0]
+            t = timeline
+            cur.execute("INSERT INTO timeline VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (seq, idx, t["elapsed"], t["generated"], t["kept"], t["run"], t["OLC"], t["OTC"], t["IDC"], t["ODC"],
+                         t["SEC"], t["SPC"], t["unique_findings"] + len(new), t["engine_time"]))
+            cur.execute("INSERT OR REPLACE INTO chooser VALUES (0, ?)", (json.dumps(chooser_state),))
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        return new
+
+    def close(self) -> None:
+        self.db.close()
