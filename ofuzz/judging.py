@@ -55,11 +55,18 @@ def judge_model(pool: EnginePool, model: onnx.ModelProto, model_path: Path, inpu
             if c and c.detail:
                 summary += f" ({c.detail})"
             if v.split:
-                summary = "no majority: " + summary
+                continue  # reported once below
             findings.append(Finding(eng, DCF, signature(eng, DCF, r.outcome, div, cat), div.get("op"), summary, r.blamed, {"diverging": div}))
         else:
             o = r.outcome
             op = failing_op(o.message, o.log_tail) if o is not None else None
             findings.append(Finding(eng, r.status, signature(eng, r.status, o), op, o.summary() if o else r.status, True,
                                     {"log_tail": o.log_tail[-1500:] if o else ""}))
+    if v.split:
+        ran = sorted(e for e, r in v.results.items() if r.status == DCF)
+        worst = max((v.results[e].versus for e in ran if v.results[e].versus and not v.results[e].versus.ok),
+                    key=lambda c: c.max_rel, default=None)
+        cat = worst.category if worst else "value"
+        summary = f"no majority among {', '.join(ran)}" + (f": {cat} mismatch on {worst.output}, max rel {worst.max_rel:.3g}" if worst else "")
+        findings.append(Finding("+".join(ran), DCF, f"split|{'+'.join(ran)}|DCF|{cat}", None, summary, False, {}))
     return Judged(v, findings)

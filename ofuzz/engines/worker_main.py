@@ -39,6 +39,17 @@ def main() -> None:
     if mem_gb > 0:
         lim = int(mem_gb * (1 << 30))
         resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+    parent = os.getppid()
+
+    def orphan_watch() -> None:  # the fuzzer was killed (even by SIGKILL): do not linger
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    import threading
+
+    threading.Thread(target=orphan_watch, daemon=True).start()
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr

@@ -1,0 +1,97 @@
+"""Campaign: store, resume after SIGKILL, hard budget, findings, report (fast engines + the test double)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ENGINES = "onnxruntime,reference,testdouble"
+
+
+def start(out: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "ofuzz.cli", "campaign", "--engines", ENGINES, "--blocks", "2..6",
+                             "--workers", "2", "--out", str(out), "--timeout", "5", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def db_rows(out: Path, sql: str) -> list[tuple]:
+    con = sqlite3.connect(str(out / "campaign.sqlite"))
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def committed(out: Path) -> int:
+    try:
+        return db_rows(out, "SELECT COUNT(*) FROM models")[0][0]
+    except sqlite3.Error:
+        return 0
+
+
+def test_kill9_then_resume_loses_nothing_and_counts_nothing_twice(tmp_path):
+    out = tmp_path / "c"
+    p = start(out, "--models", "400", "--run-all", "--seed", "3")
+    deadline = time.time() + 120
+    while committed(out) < 25 and time.time() < deadline:
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    before_models = set(db_rows(out, "SELECT idx, id FROM models"))
+    before_occ = set(db_rows(out, "SELECT idx, engine, signature FROM occurrences"))
+    before_sigs = {r[0] for r in db_rows(out, "SELECT signature FROM findings")}
+    assert len(before_models) >= 25
+    n_target = len(before_models) + 30
+    r = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", "--resume", str(out), "--models", str(n_target), "--no-report"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    after_models = set(db_rows(out, "SELECT idx, id FROM models"))
+    assert before_models <= after_models and len(after_models) == n_target
+    idx = sorted(i for i, _ in after_models)
+    assert idx == list(range(n_target))  # no gaps, no duplicates
+    assert before_occ <= set(db_rows(out, "SELECT idx, engine, signature FROM occurrences"))
+    assert before_sigs <= {r[0] for r in db_rows(out, "SELECT signature FROM findings")}
+    seq = [s for (s,) in db_rows(out, "SELECT seq FROM timeline ORDER BY seq")]
+    assert seq == list(range(1, n_target + 1))
+    tl_idx = [i for (i,) in db_rows(out, "SELECT idx FROM timeline")]
+    assert len(tl_idx) == len(set(tl_idx)) == n_target
+    gen = [g for (g,) in db_rows(out, "SELECT generated FROM timeline ORDER BY seq")]
+    assert gen == sorted(gen)
+    for sig, count in db_rows(out, "SELECT signature, count FROM findings"):
+        assert count == db_rows(out, f"SELECT COUNT(*) FROM occurrences WHERE signature = '{sig}'")[0][0]
+
+
+def test_budget_is_a_hard_limit_even_with_a_hanging_engine(tmp_path):
+    out = tmp_path / "b"
+    t0 = time.time()
+    p = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", "--engines", ENGINES, "--blocks", "20..30", "--budget", "6s",
+                        "--out", str(out), "--run-all", "--no-report"], capture_output=True, text=True, timeout=120)
+    took = time.time() - t0
+    assert p.returncode == 0, p.stderr[-2000:]
+    meta = dict(db_rows(out, "SELECT key, value FROM meta"))
+    stop = json.loads(meta["last_stop"])
+    assert stop["reason"] == "budget reached" and stop["elapsed"] < 6 + 4
+    assert took < 6 + 25  # start-up of the engine workers included
+
+
+def test_findings_report_and_testdouble_faults_are_recorded(tmp_path):
+    out = tmp_path / "f"
+    p = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", "--engines", ENGINES, "--blocks", "5..10", "--models", "60",
+                        "--out", str(out), "--seed", "1"], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    report = Path(p.stdout.strip().splitlines()[-1])
+    assert report.is_file() and "<svg" in report.read_text()
+    f = subprocess.run([sys.executable, "-m", "ofuzz.cli", "findings", str(out), "--json"], capture_output=True, text=True)
+    rows = json.loads(f.stdout)
+    double = [r for r in rows if r["engine"] == "testdouble"]
+    assert double, rows
+    assert all(r["count"] >= 1 for r in rows)
+    kinds = {r["signature"].split("|")[2] for r in double if r["status"] in ("IF", "MCF")}
+    assert kinds & {"crash", "exception", "timeout", "exit", "oom"}
+    # the same root cause in different models folds into one finding with a count
+    assert len({r["signature"] for r in rows}) == len(rows)
