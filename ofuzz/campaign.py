@@ -96,6 +96,7 @@ class Campaign:
         self.todo = self._indices(done)
         self.stop_reason = ""
         self._stopping = threading.Event()
+        self.pools: list[EnginePool] = []
 
     @staticmethod
     def _indices(done: set[int]):
@@ -168,14 +169,15 @@ class Campaign:
         W = max(1, self.opts.workers)
         pools: Queue[EnginePool] = Queue()
         made = [EnginePool(self.specs, self.out / "work" / f"pool{i}", self.opts.timeout) for i in range(W)]
-        starts = [p.start() for p in made]
+        self.pools = made
+        for p in made:
+            p.start()
         for p in made:
             pools.put(p)
         self._versions = made[0].versions()
         self.unavailable = dict(made[0].unavailable)
         self.store.set_meta("versions", self._versions)
         self.store.set_meta("unavailable", self.unavailable)
-        _ = starts
         execu = ThreadPoolExecutor(max_workers=W)
         pending: dict[Future[Any], tuple[Any, ...]] = {}
         try:

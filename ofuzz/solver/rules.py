@@ -17,6 +17,7 @@ from ofuzz.corpus import Block, CorpusError
 from ofuzz.solver.adapters import guard_domain, merge_into, nearest_rank, norm_axis, reshape, to_dtype, to_rank
 from ofuzz.solver.builder import DTYPE_NAMES, Builder, T
 from ofuzz.solver.rules_basic import RULES_BASIC
+from ofuzz.solver.rules_seq import RULES_SEQ
 from ofuzz.solver.rules_shape import RULES_SHAPE
 from ofuzz.solver.rules_spatial import RULES_SPATIAL
 
@@ -61,7 +62,7 @@ def _known_params(fn: RuleFn) -> frozenset[str]:
 
 RULES: dict[str, Rule] = {
     name: Rule(fn, _MAX_IN.get(name, 1), name in _PASSTHROUGH, name in _SCALAR_OK, _known_params(fn))
-    for name, fn in {**RULES_BASIC, **RULES_SPATIAL, **RULES_SHAPE}.items()
+    for name, fn in {**RULES_BASIC, **RULES_SPATIAL, **RULES_SHAPE, **RULES_SEQ}.items()
 }
 
 
