@@ -426,6 +426,100 @@ def report(campaign_dir: Path = typer.Argument(..., help="A campaign folder.")) 
     print(write_report(campaign_dir))
 
 
+@app.command()
+def repro(
+    finding: str = typer.Argument(..., help="A finding id (from `ofuzz findings`) or a full signature."),
+    campaign_dir: Path = typer.Option(Path("."), "--campaign", "-c", help="The campaign folder holding the finding."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Repro folder (default CAMPAIGN/repros/<id>)."),
+) -> None:
+    """Export a finding: model, inputs, expected and actual outputs, repro.py, REPORT.md."""
+    import numpy as np
+
+    from ofuzz.campaign import finding_id
+    from ofuzz.engines.registry import EngineError, resolve
+    from ofuzz.repro import export
+    from ofuzz.store import Store
+
+    if not (campaign_dir / "campaign.sqlite").is_file():
+        fail(f"{campaign_dir}: no campaign.sqlite here; pass --campaign DIR")
+    st = Store(campaign_dir)
+    rows = st.findings()
+    opts = st.get_meta("options", {})
+    st.close()
+    match = [r for r in rows if finding_id(r["signature"]).startswith(finding) or r["signature"] == finding]
+    if len(match) != 1:
+        fail(f"finding {finding!r}: {'no match' if not match else f'{len(match)} matches'}; see `ofuzz findings {campaign_dir}`")
+    f = match[0]
+    model_path = campaign_dir / "models" / f"{f['first_model']}.onnx"
+    if not model_path.is_file():
+        fail(f"{model_path}: the finding's model file is missing")
+    with np.load(campaign_dir / "models" / f"{f['first_model']}.inputs.npz") as z:
+        inputs = {k: z[k] for k in z.files}
+    try:
+        specs = resolve(opts.get("engines", []))
+    except EngineError as exc:
+        fail(str(exc))
+    dest = out or campaign_dir / "repros" / finding_id(f["signature"])
+    with console.status("re-running the finding's model"):
+        path = export({s.name: s for s in specs}, f, model_path, inputs, dest)
+    console.print(f"wrote {path} (REPORT.md, repro.py, model.onnx, inputs.npz, expected.npz, <engine>.outputs.npz)")
+    print(path)
+
+
+@app.command("reduce")
+def reduce_cmd(
+    model_path: Path = typer.Argument(..., help="An ONNX model that shows a finding."),
+    inputs: Optional[Path] = typer.Option(None, "--inputs", help=".npz inputs (default: the generator's sidecar, else U[-1, 1])."),
+    engines: str = typer.Option("onnxruntime,tensorflow,mnn,reference", "--engines", "-e"),
+    signature: Optional[str] = typer.Option(None, help="Keep this finding's signature (default: the first blamed finding)."),
+    budget: float = typer.Option(120.0, help="Time budget in seconds."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the reduced model (default MODEL.reduced.onnx)."),
+) -> None:
+    """Delta-debug a model down to a 1-minimal one that keeps the finding's signature."""
+    import tempfile
+
+    import numpy as np
+    import onnx
+
+    from ofuzz.engines.registry import EngineError, resolve
+    from ofuzz.generate import npz_bytes
+    from ofuzz.judging import judge_model
+    from ofuzz.reduce import Target, reduce_model
+    from ofuzz.runner import EnginePool
+
+    try:
+        specs = resolve([e for e in engines.split(",") if e])
+    except EngineError as exc:
+        fail(str(exc))
+    with tempfile.TemporaryDirectory(prefix="ofuzz-reduce-") as tmp:
+        model, path = _prepare_user_model(model_path, Path(tmp))
+        sidecar = model_path.with_name(model_path.name.removesuffix(".onnx") + ".inputs.npz")
+        src = inputs or (sidecar if sidecar.is_file() else None)
+        if src is not None:
+            with np.load(src) as z:
+                feeds = {k: z[k] for k in z.files}
+        else:
+            feeds = _random_inputs(model)
+        with EnginePool(specs, Path(tmp) / "pool") as pool:
+            pool.start()
+            j = judge_model(pool, model, path, feeds)
+            pick = [f for f in j.findings if (signature is None and f.blamed) or f.signature == signature]
+            if not pick:
+                fail("no finding to reduce on this model" + (f" with signature {signature!r}" if signature else ""))
+            f = pick[0]
+            v = j.verdict
+            value_engine = v.expected_from if v.expected_from and v.expected_from != f.engine else next(e for e in pool.names if e != f.engine)
+            start = (v.diverging.get(f.engine) or {}).get("node")
+            with console.status(f"reducing {f.engine} {f.status} ({f.signature[:80]})"):
+                red = reduce_model(pool, model, feeds, Target.of(f), value_engine, budget=budget, start_node=start)
+    dest = out or model_path.with_name(model_path.name.removesuffix(".onnx") + ".reduced.onnx")
+    onnx.save(red.model, str(dest))
+    dest.with_name(dest.name.removesuffix(".onnx") + ".inputs.npz").write_bytes(npz_bytes(red.inputs))
+    console.print(f"{f.signature}: {red.nodes_before} → {red.nodes_after} nodes, {red.checks} checks, {red.seconds:.1f}s"
+                  + ("" if red.one_minimal else " (budget reached before 1-minimality)"))
+    print(dest)
+
+
 def _degs(s: frozenset[int]) -> str:
     v = sorted(s)
     return f"{v[0]}..{v[-1]}" if len(v) > 2 and v == list(range(v[0], v[-1] + 1)) else ",".join(map(str, v))

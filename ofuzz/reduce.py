@@ -1,0 +1,167 @@
+"""Reduction: shrink a model while its finding keeps the same signature.
+
+One run of the model with every intermediate tensor exposed (on the engine the
+oracle trusted) gives the value of every tensor.  Any subset of nodes then forms
+a valid model: tensors that cross the cut become graph inputs fed with those
+values.  We try the diverging (or failing) node alone first, then delta
+debugging (ddmin) over the nodes, and finish with a 1-minimality pass (no
+single node can be removed).  Each candidate is judged by the real engines in
+their isolated workers; it counts only if the finding reproduces with the same
+engine, status and failure kind (and, for a DCF, the same diverging operator).
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ofuzz.judging import Finding, judge_model
+from ofuzz.localise import expose_intermediates
+from ofuzz.runner import EnginePool
+
+
+@dataclass
+class Target:
+    engine: str
+    status: str
+    key: str  # kind|etype (IF/MCF) or category|op (DCF)
+
+    @staticmethod
+    def of(f: Finding) -> "Target":
+        parts = f.signature.split("|")
+        if f.status == "DCF":
+            return Target(f.engine, f.status, f"{f.op or '?'}")
+        return Target(f.engine, f.status, "|".join(parts[2:4]))
+
+    def matches(self, f: Finding) -> bool:
+        return f.engine == self.engine and f.status == self.status and Target.of(f).key == self.key
+
+
+@dataclass
+class Reduced:
+    model: onnx.ModelProto
+    inputs: dict[str, np.ndarray]
+    nodes_before: int
+    nodes_after: int
+    checks: int
+    seconds: float
+    one_minimal: bool
+    log: list[str] = field(default_factory=list)
+
+
+def submodel(model: onnx.ModelProto, keep: list[int], values: dict[str, np.ndarray], feeds: dict[str, np.ndarray]) -> tuple[onnx.ModelProto, dict[str, np.ndarray]] | None:
+    """The model restricted to nodes `keep`; crossing tensors become inputs with known values."""
+    g = model.graph
+    nodes = [g.node[i] for i in sorted(keep)]
+    inits = {t.name: t for t in g.initializer}
+    produced = {o for n in nodes for o in n.output if o}
+    consumed = {i for n in nodes for i in n.input if i}
+    new_inputs: dict[str, np.ndarray] = {}
+    for name in sorted(consumed - produced - set(inits)):
+        if name in feeds:
+            new_inputs[name] = feeds[name]
+        elif name in values:
+            new_inputs[name] = values[name]
+        else:
+            return None
+    graph_outs = {o.name for o in g.output}
+    outs = [t for n in nodes for t in n.output if t and (t not in consumed or t in graph_outs) and t in values]
+    if not outs:
+        return None
+    vi = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape)) for k, v in new_inputs.items()]
+    vo = [helper.make_tensor_value_info(t, helper.np_dtype_to_tensor_dtype(values[t].dtype), list(values[t].shape)) for t in outs]
+    used_inits = [inits[i] for i in sorted(consumed & set(inits))]
+    graph = helper.make_graph(nodes, g.name + "_reduced", vi, vo, used_inits)
+    m = helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version, producer_name="ofuzz-reduce")
+    return m, new_inputs
+
+
+def reduce_model(
+    pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], target: Target, value_engine: str,
+    budget: float = 120.0, start_node: str | None = None, echo: Callable[[str], None] | None = None,
+) -> Reduced:
+    t0 = time.perf_counter()
+    log: list[str] = []
+    say = echo or (lambda s: None)
+    exposed, names = expose_intermediates(model)
+    with tempfile.TemporaryDirectory(dir=pool.root) as d:
+        p = Path(d) / "exposed.onnx"
+        onnx.save(exposed, str(p))
+        res = pool.execute(p, feeds, names, engines=[value_engine])
+    prep, run = res[value_engine]
+    values: dict[str, np.ndarray] = dict(run.outputs) if run is not None and run.ok else {}
+    n0 = len(model.graph.node)
+    checks = 0
+    cache: dict[tuple[int, ...], bool] = {}
+
+    def test(keep: list[int]) -> bool:
+        nonlocal checks
+        key = tuple(sorted(keep))
+        if key in cache:
+            return cache[key]
+        if time.perf_counter() - t0 > budget:
+            return False
+        built = submodel(model, list(key), values, feeds)
+        if built is None:
+            cache[key] = False
+            return False
+        m, ins = built
+        checks += 1
+        with tempfile.TemporaryDirectory(dir=pool.root) as d:
+            path = Path(d) / "cand.onnx"
+            onnx.save(m, str(path))
+            j = judge_model(pool, m, path, ins)
+        ok = any(target.matches(f) for f in j.findings)
+        cache[key] = ok
+        return ok
+
+    items = list(range(n0))
+    if not values:
+        log.append(f"no intermediate values from {value_engine}; reducing by removal only")
+    # 1. the diverging / failing node alone, then it with its producers
+    if start_node and values:
+        idx = [i for i, n in enumerate(model.graph.node) if n.name == start_node]
+        if idx and test(idx):
+            items = idx
+            log.append(f"cut to the single node {start_node}")
+    # 2. ddmin over the nodes
+    n = 2
+    while len(items) >= 2 and time.perf_counter() - t0 < budget:
+        size = -(-len(items) // n)
+        chunks = [items[i:i + size] for i in range(0, len(items), size)]
+        for c in chunks:
+            comp = [x for x in items if x not in c]
+            if comp and test(comp):
+                items, n = comp, max(n - 1, 2)
+                break
+        else:
+            if n >= len(items):
+                break
+            n = min(len(items), 2 * n)
+    # 3. 1-minimality: no single node can go
+    one_min = True
+    changed = True
+    while changed and len(items) > 1:
+        changed = False
+        for x in list(items):
+            if time.perf_counter() - t0 > budget:
+                one_min = False
+                break
+            rest = [y for y in items if y != x]
+            if test(rest):
+                items, changed = rest, True
+                break
+    built = submodel(model, items, values, feeds) if values else None
+    if built is None:
+        built = (model, feeds)
+        items = list(range(n0))
+    say(f"reduced {n0} → {len(items)} nodes in {checks} checks")
+    return Reduced(built[0], built[1], n0, len(items), checks, time.perf_counter() - t0, one_min and time.perf_counter() - t0 <= budget, log)
+
+

@@ -1,0 +1,194 @@
+"""Export a finding as a directory a maintainer can act on (issue: minimal repros).
+
+The directory holds the model and its inputs, the expected outputs (majority and
+reference), every engine's actual outputs, a copy of the blamed engine's adapter
+(it imports only that engine's library and numpy), `repro.py` that replays the
+finding in a fresh process without ofuzz, and `REPORT.md` ready to paste.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ofuzz.engines.envs import python_for
+from ofuzz.engines.registry import EngineSpec
+from ofuzz.generate import npz_bytes
+from ofuzz.judging import judge_model
+from ofuzz.oracle import FLOOR, MAX_BAD_FRACTION, REL_TOL
+from ofuzz.reduce import Target, reduce_model
+from ofuzz.runner import EnginePool
+
+REPRO_PY = '''"""Reproduce an ofuzz finding: {title}
+
+Needs only {engine}'s Python package and numpy (no ofuzz):  python repro.py
+Exit status 1 = the finding reproduces, 0 = it does not.
+"""
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from engine_adapter import {cls} as Engine  # the exact adapter ofuzz used
+
+FINDING = json.load(open(os.path.join(HERE, "finding.json")))
+REL_TOL, MAX_BAD, FLOOR = {rel}, {bad}, {floor}
+
+
+def differs(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        return f"shape {{got.shape}} vs expected {{want.shape}}"
+    a, b = got.astype(np.float64), want.astype(np.float64)
+    nan = np.isnan(a) != np.isnan(b)
+    inf = (np.isinf(a) | np.isinf(b)) & ~(np.isnan(a) | np.isnan(b)) & (a != b)
+    if nan.any() or inf.any():
+        return f"{{int(nan.sum())}} NaN and {{int(inf.sum())}} Inf mismatches"
+    fin = np.isfinite(a) & np.isfinite(b)
+    rel = np.where(fin, np.abs(a - b) / np.maximum(np.maximum(np.abs(a), np.abs(b)), FLOOR), 0)
+    bad = (rel > REL_TOL).mean() if rel.size else 0.0
+    limit = MAX_BAD if rel.size >= 1 / MAX_BAD else 0.0
+    if bad > limit:
+        return f"{{100 * bad:.2f}}% elements off (max abs {{np.abs(a - b)[fin].max():.3g}}, max rel {{rel.max():.3g}})"
+    return None
+
+
+def main():
+    engine = Engine(**FINDING["options"])
+    print("engine:", FINDING["engine"], engine.version())
+    feeds = dict(np.load(os.path.join(HERE, "inputs.npz")))
+    expected = dict(np.load(os.path.join(HERE, "expected.npz")))
+    try:
+        engine.prepare(os.path.join(HERE, "model.onnx"), tempfile.mkdtemp(), FINDING["inputs"], FINDING["outputs"])
+    except Exception as exc:
+        print("REPRODUCED: conversion failed (MCF):", type(exc).__name__, str(exc)[:500])
+        return 1
+    try:
+        outs = engine.run(feeds)
+    except Exception as exc:
+        print("REPRODUCED: inference failed (IF):", type(exc).__name__, str(exc)[:500])
+        return 1
+    if not isinstance(outs, dict):
+        outs = dict(zip(FINDING["outputs"], outs))
+    found = False
+    for name in FINDING["outputs"]:
+        if name not in outs:
+            print(f"REPRODUCED: output {{name}} missing")
+            return 1
+        why = differs(outs[name], expected[name])
+        if why:
+            print(f"REPRODUCED: output {{name}} differs from the expected ({{FINDING['expected_from']}}): {{why}}")
+            found = True
+    if not found:
+        print("not reproduced: all outputs match the expected values")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def export(spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_path: Path, inputs: dict[str, np.ndarray], out: Path,
+           reduce_budget: float = 60.0) -> Path:
+    """Rerun the finding's model on its engines, reduce it, and write the repro directory."""
+    out.mkdir(parents=True, exist_ok=True)
+    model = onnx.load(str(model_path))
+    shutil.copyfile(model_path, out / "original.onnx")
+    engine = finding["engine"]
+    specs = list(spec_by_name.values())
+    reduction: dict[str, Any] = {"nodes_before": len(model.graph.node), "nodes_after": len(model.graph.node), "seconds": 0.0, "checks": 0}
+    with EnginePool(specs, out / ".pool") as pool:
+        pool.start()
+        judged = judge_model(pool, model, out / "original.onnx", inputs)
+        hit = next((f for f in judged.findings if f.signature == finding["signature"]), None)
+        hit = hit or next((f for f in judged.findings if f.engine == engine and f.status == finding["status"]), None)
+        if reduce_budget > 0 and hit is not None:
+            target = Target.of(hit)
+            start = ((judged.verdict.diverging or {}).get(engine) or {}).get("node")
+            if start is None and hit.op:
+                start = next((n.name for n in model.graph.node if n.op_type == hit.op), None)
+            value_engine = judged.verdict.expected_from if judged.verdict.expected_from and judged.verdict.expected_from != engine else next(
+                (e for e in ("reference", "onnxruntime") if e in pool.names and e != engine), engine)
+            red = reduce_model(pool, model, inputs, target, value_engine, budget=reduce_budget, start_node=start)
+            reduction = {"nodes_before": red.nodes_before, "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2),
+                         "checks": red.checks, "one_minimal": red.one_minimal}
+            model, inputs = red.model, red.inputs
+        onnx.save(model, str(out / "model.onnx"))
+        (out / "inputs.npz").write_bytes(npz_bytes(inputs))
+        judged = judge_model(pool, model, out / "model.onnx", inputs)
+        versions = pool.versions()
+    v = judged.verdict
+    outs: dict[str, dict[str, np.ndarray]] = {}
+    for eng, r in v.results.items():
+        if r.outcome is not None and r.outcome.ok and r.outcome.outputs:
+            outs[eng] = r.outcome.outputs
+            (out / f"{eng}.outputs.npz").write_bytes(npz_bytes(r.outcome.outputs))
+    expected_from = v.expected_from or ("reference" if "reference" in outs else next(iter(outs), ""))
+    if expected_from in outs:
+        (out / "expected.npz").write_bytes(npz_bytes(outs[expected_from]))
+    else:
+        (out / "expected.npz").write_bytes(npz_bytes({}))
+    spec = spec_by_name.get(engine)
+    names = [o.name for o in model.graph.output]
+    status_now = v.results[engine].status if engine in v.results else "?"
+    info = {
+        "engine": engine, "status": finding["status"], "status_on_rerun": status_now, "signature": finding["signature"],
+        "op": finding.get("op"), "summary": finding["summary"], "options": spec.options if spec else {},
+        "inputs": list(inputs), "outputs": names, "expected_from": expected_from, "versions": versions, "reduction": reduction,
+    }
+    (out / "finding.json").write_text(json.dumps(info, indent=1, default=str))
+    if spec is not None:
+        adapter_file, _, cls = spec.adapter.rpartition(":")
+        shutil.copyfile(adapter_file, out / "engine_adapter.py")
+        (out / "repro.py").write_text(REPRO_PY.format(title=finding["summary"][:100].replace('"', "'"), engine=engine, cls=cls,
+                                                      rel=REL_TOL, bad=MAX_BAD_FRACTION, floor=FLOOR))
+    _write_report(out, info, model, inputs, v, spec)
+    shutil.rmtree(out / ".pool", ignore_errors=True)
+    return out
+
+
+def _write_report(out: Path, info: dict[str, Any], model: onnx.ModelProto, inputs: dict[str, np.ndarray], v: Any, spec: EngineSpec | None) -> None:
+    eng = info["engine"]
+    r = v.results.get(eng)
+    ops: dict[str, int] = {}
+    for n in model.graph.node:
+        ops[n.op_type] = ops.get(n.op_type, 0) + 1
+    div = (v.diverging or {}).get(eng) or {}
+    lines = [
+        f"# {eng}: {info['status']} — {info['summary']}",
+        "",
+        f"- engine: **{eng}** ({info['versions'].get(eng, '?')})",
+        f"- status: {info['status']} (on re-run: {info['status_on_rerun']}); expected outputs from: {info['expected_from']}",
+        f"- operator(s): {info.get('op') or '?'}" + (f" — node `{div.get('node')}`, attributes `{json.dumps(div.get('attrs', {}))}`" if div.get("node") else ""),
+        f"- model: {len(model.graph.node)} nodes ({', '.join(f'{k}×{n}' for k, n in sorted(ops.items()))}), opset {model.opset_import[0].version}",
+        f"- inputs: {', '.join(f'{k} {list(a.shape)} {a.dtype}' for k, a in inputs.items())}",
+        f"- reduced from {info['reduction']['nodes_before']} to {info['reduction']['nodes_after']} nodes "
+        f"({info['reduction']['checks']} checks, {info['reduction']['seconds']}s); the original is `original.onnx`",
+    ]
+    if r is not None and r.versus is not None and not r.versus.ok:
+        c = r.versus
+        lines.append(f"- mismatch: {c.category} on `{c.output}`, max abs {c.max_abs:.4g}, max rel {c.max_rel:.4g}, {100 * c.bad_fraction:.2f}% of elements {c.detail}")
+    if r is not None and r.outcome is not None and not r.outcome.ok:
+        lines += ["", "```", r.outcome.summary(), r.outcome.log_tail[-2000:], "```"]
+    py = python_for(spec) if spec else None
+    lines += [
+        "",
+        "## Reproduce",
+        "",
+        f"    {py or 'python'} repro.py      # exit 1 = reproduced",
+        "",
+        f"`repro.py` needs only {eng}'s package and numpy; it loads `model.onnx` and `inputs.npz`, runs the engine",
+        "through `engine_adapter.py` (the adapter the fuzzer used) and compares with `expected.npz`",
+        f"(relative error > {REL_TOL:g} on more than {MAX_BAD_FRACTION:.1%} of elements, NaN/Inf exactly).",
+        "Each engine's own outputs are in `<engine>.outputs.npz`. The model opens in Netron.",
+    ]
+    (out / "REPORT.md").write_text("\n".join(lines) + "\n")

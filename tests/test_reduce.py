@@ -1,0 +1,72 @@
+"""Reduction keeps the signature; exported repro.py reproduces in a fresh process without ofuzz."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ofuzz.engines.registry import resolve
+from ofuzz.reduce import Target, reduce_model
+from ofuzz.repro import export
+from ofuzz.runner import EnginePool
+
+F = onnx.TensorProto.FLOAT
+
+
+def two_fault_model() -> onnx.ModelProto:
+    """Two branches, each with one op the test double gets wrong (Neg, Erf), among healthy ops."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="n0_Relu"),
+        helper.make_node("Abs", ["a"], ["b"], name="n1_Abs"),
+        helper.make_node("Neg", ["b"], ["c"], name="n2_Neg"),
+        helper.make_node("Sqrt", ["c"], ["d0"], name="n3_Sqrt"),
+        helper.make_node("Exp", ["x"], ["e2"], name="n5_Exp"),
+        helper.make_node("Erf", ["e2"], ["f"], name="n6_Erf"),
+        helper.make_node("Add", ["c", "f"], ["g"], name="n7_Add"),
+        helper.make_node("Mul", ["g", "b"], ["y"], name="n8_Mul"),
+    ]
+    g = helper.make_graph(nodes, "two_faults", [helper.make_tensor_value_info("x", F, [1, 3, 4, 5])],
+                          [helper.make_tensor_value_info("y", F, [1, 3, 4, 5]), helper.make_tensor_value_info("d0", F, [1, 3, 4, 5])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_two_seeded_faults_reduce_to_two_different_minimal_models(tmp_path):
+    model = two_fault_model()
+    feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (1, 3, 4, 5)).astype(np.float32)}
+    with EnginePool(resolve(["testdouble", "onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        results = {}
+        for op in ("Neg", "Erf"):
+            red = reduce_model(pool, model, feeds, Target("testdouble", "DCF", op), "reference", budget=120)
+            results[op] = red
+            ops = [n.op_type for n in red.model.graph.node]
+            assert op in ops and red.one_minimal
+            assert ({"Neg", "Erf"} - {op}).isdisjoint(ops)  # the other fault is gone
+            onnx.checker.check_model(red.model, full_check=True)
+        assert [n.op_type for n in results["Neg"].model.graph.node] != [n.op_type for n in results["Erf"].model.graph.node]
+        assert results["Neg"].nodes_after < results["Neg"].nodes_before
+
+
+def test_exported_repro_reproduces_in_a_fresh_process(tmp_path):
+    model = two_fault_model()
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    feeds = {"x": np.random.default_rng(1).uniform(-1, 1, (1, 3, 4, 5)).astype(np.float32)}
+    specs = resolve(["testdouble", "onnxruntime", "reference"])
+    finding = {"engine": "testdouble", "status": "DCF", "signature": "testdouble|DCF|value|Neg", "op": "Neg", "summary": "seeded Neg fault"}
+    out = export({s.name: s for s in specs}, finding, path, feeds, tmp_path / "repro")
+    for f in ("model.onnx", "inputs.npz", "expected.npz", "repro.py", "REPORT.md", "engine_adapter.py", "testdouble.outputs.npz", "reference.outputs.npz"):
+        assert (out / f).is_file(), f
+    info = json.loads((out / "finding.json").read_text())
+    assert info["reduction"]["nodes_after"] <= 3
+    onnx.checker.check_model(onnx.load(str(out / "model.onnx")), full_check=True)
+    r = subprocess.run([sys.executable, "-I", str(out / "repro.py")], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 1 and "REPRODUCED" in r.stdout, r.stdout + r.stderr
+    assert "testdouble" in (out / "REPORT.md").read_text()
+    for f in ("repro.py", "engine_adapter.py"):
+        text = (out / f).read_text()
+        assert "import ofuzz" not in text and "from ofuzz" not in text
