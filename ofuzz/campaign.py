@@ -46,6 +46,8 @@ class CampaignOptions:
     n_maxspc: int = 200
     localise: bool = True
     timeout: float | None = None
+    reduce: bool = True
+    reduce_budget: float = 20.0  # seconds per finding
 
 
 @dataclass
@@ -250,3 +252,34 @@ def save_inputs(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 def options_json(opts: CampaignOptions) -> str:
     return json.dumps(asdict(opts))
+
+
+def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: float, total: float,
+                    echo: Callable[[str], None] = print) -> int:
+    """Reduce and export every finding that has no repro directory yet (bounded by `total` seconds)."""
+    from ofuzz.repro import export
+
+    store = Store(campaign_dir)
+    rows = store.findings()
+    store.close()
+    t0 = time.monotonic()
+    done = 0
+    by_name = {s.name: s for s in specs}
+    for f in rows:
+        if time.monotonic() - t0 > total:
+            echo(f"repro export stopped after {done} findings (time cap {total:.0f}s); run `ofuzz repro ID --campaign {campaign_dir}` for the rest")
+            break
+        dest = campaign_dir / "repros" / finding_id(f["signature"])
+        if (dest / "finding.json").is_file() or f["engine"] not in by_name:
+            continue
+        model = campaign_dir / "models" / f"{f['first_model']}.onnx"
+        if not model.is_file():
+            continue
+        with np.load(campaign_dir / "models" / f"{f['first_model']}.inputs.npz") as z:
+            inputs = {k: z[k] for k in z.files}
+        try:
+            export(by_name, f, model, inputs, dest, reduce_budget=per_finding)
+            done += 1
+        except Exception as exc:  # one broken export must not stop the others
+            echo(f"repro export of {finding_id(f['signature'])} failed: {exc}")
+    return done

@@ -319,6 +319,8 @@ def campaign(
     localise_dcf: bool = typer.Option(True, "--localise/--no-localise", help="Find the diverging operator of each DCF."),
     timeout: Optional[float] = typer.Option(None, help="Per-step engine timeout in seconds (default: each engine's own)."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.html at the end."),
+    reduce: bool = typer.Option(True, "--reduce/--no-reduce", help="After the budget, reduce and export each unique finding (repros/<id>)."),
+    reduce_time: Optional[str] = typer.Option(None, help="Time cap for that export phase (default: a quarter of the budget, at least 2m)."),
 ) -> None:
     """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""
     import os
@@ -380,6 +382,13 @@ def campaign(
         console.print(f"stopped by Ctrl-C; everything committed is kept. Resume with: ofuzz campaign --resume {out}")
         raise typer.Exit(130)
     console.print(f"campaign stopped: {c.stop_reason or 'done'}; store: {out}/campaign.sqlite")
+    if reduce:
+        from ofuzz.campaign import export_findings
+
+        cap = parse_duration(reduce_time) if reduce_time else max(120.0, 0.25 * (opts.budget or 480.0))
+        with console.status("reducing and exporting findings"):
+            n = export_findings(out, specs, opts.reduce_budget, cap, echo=lambda m: console.print(m, soft_wrap=True))
+        console.print(f"exported {n} repro folders under {out}/repros/")
     if report:
         from ofuzz.report import write_report
 
@@ -403,16 +412,31 @@ def findings(
     st = Store(campaign_dir)
     rows = st.findings()
     st.close()
+    from ofuzz.campaign import finding_id
+
+    for r in rows:
+        info_path = campaign_dir / "repros" / finding_id(r["signature"]) / "finding.json"
+        r["id"] = finding_id(r["signature"])
+        r["repro"] = json.loads(info_path.read_text()) if info_path.is_file() else None
     if as_json:
         print(json.dumps(rows, indent=1, default=str))
         return
-    from ofuzz.campaign import finding_id
 
     t = Table(title=f"{len(rows)} unique findings in {campaign_dir}")
-    for col in ("id", "engine", "status", "op", "count", "first model", "summary"):
-        t.add_column(col, overflow="fold", max_width=80 if col == "summary" else None)
+    for col in ("id", "engine", "status", "op", "count", "first model", "nodes", "repro", "summary"):
+        t.add_column(col, overflow="fold", max_width=70 if col == "summary" else None)
     for r in rows:
-        t.add_row(finding_id(r["signature"]), r["engine"], r["status"], r["op"] or "?", str(r["count"]), r["first_model"], r["summary"])
+        fid = finding_id(r["signature"])
+        info_path = campaign_dir / "repros" / fid / "finding.json"
+        nodes, check = "", "not exported"
+        if info_path.is_file():
+            info = json.loads(info_path.read_text())
+            red = info.get("reduction", {})
+            nodes = f"{red.get('nodes_before', '?')} → {red.get('nodes_after', '?')}"
+            check = info.get("repro_check", "?")
+            if not r["op"] and info.get("reduced_ops"):
+                r["op"] = "+".join(info["reduced_ops"]) + " (reduced)"
+        t.add_row(fid, r["engine"], r["status"], r["op"] or "?", str(r["count"]), r["first_model"], nodes, check, r["summary"])
     out_console().print(t)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,7 @@ def export(spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_p
         "engine": engine, "status": finding["status"], "status_on_rerun": status_now, "signature": finding["signature"],
         "op": finding.get("op"), "summary": finding["summary"], "options": spec.options if spec else {},
         "inputs": list(inputs), "outputs": names, "expected_from": expected_from, "versions": versions, "reduction": reduction,
+        "reduced_ops": sorted({n.op_type for n in model.graph.node}),
     }
     (out / "finding.json").write_text(json.dumps(info, indent=1, default=str))
     if spec is not None:
@@ -153,7 +155,25 @@ def export(spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_p
                                                       rel=REL_TOL, bad=MAX_BAD_FRACTION, floor=FLOOR))
     _write_report(out, info, model, inputs, v, spec)
     shutil.rmtree(out / ".pool", ignore_errors=True)
+    info["repro_check"] = check_repro(out, spec)
+    (out / "finding.json").write_text(json.dumps(info, indent=1, default=str))
     return out
+
+
+def check_repro(out: Path, spec: EngineSpec | None, timeout: float = 180.0) -> str:
+    """Run repro.py in a fresh process with the engine's own Python: reproduced / not reproduced / error."""
+    py = python_for(spec) if spec else None
+    if py is None or not (out / "repro.py").is_file():
+        return "not checked (engine environment missing)"
+    try:
+        r = subprocess.run([py, "repro.py"], cwd=out, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "reproduced (hang: repro.py timed out)"
+    if r.returncode == 1 or r.returncode < 0:
+        return "reproduced" if r.returncode == 1 else f"reproduced (killed by signal {-r.returncode})"
+    if r.returncode == 0:
+        return "not reproduced"
+    return f"error (exit {r.returncode}): {(r.stderr or r.stdout).strip().splitlines()[-1][:200] if (r.stderr or r.stdout).strip() else ''}"
 
 
 def _write_report(out: Path, info: dict[str, Any], model: onnx.ModelProto, inputs: dict[str, np.ndarray], v: Any, spec: EngineSpec | None) -> None:
