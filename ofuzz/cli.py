@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -150,7 +150,7 @@ def engines(
     out_console().print(t)
 
 
-def _prepare_user_model(path: Path, workdir: Path) -> tuple["onnx.ModelProto", Path]:
+def _prepare_user_model(path: Path, workdir: Path) -> tuple[Any, Path]:
     """Load and check a user's model; fix free dimensions to 1 (with a warning)."""
     import onnx
 
@@ -196,6 +196,35 @@ def _random_inputs(model, seed: int = 0) -> dict:
     return out
 
 
+def _resolve_engines(names: list[str]):
+    from ofuzz.engines.registry import EngineError, resolve
+
+    try:
+        return resolve([n.strip() for n in names if n.strip()])
+    except EngineError as exc:
+        fail(str(exc))
+
+
+def _load_feeds(model_path: Path, inputs: Optional[Path], model) -> dict:
+    """--inputs, else the generator's sidecar DIR/<id>.inputs.npz, else U[-1, 1] inputs."""
+    import numpy as np
+
+    sidecar = model_path.with_name(model_path.name.removesuffix(".onnx") + ".inputs.npz")
+    src = inputs or (sidecar if sidecar.is_file() else None)
+    if src is None:
+        return _random_inputs(model)
+    try:
+        with np.load(src) as z:
+            feeds = {k: z[k] for k in z.files}
+    except Exception as exc:
+        fail(f"{src}: cannot read inputs ({exc})")
+    inits = {i.name for i in model.graph.initializer}
+    missing = [vi.name for vi in model.graph.input if vi.name not in feeds and vi.name not in inits]
+    if missing:
+        fail(f"{src}: no array for input(s) {missing}; name them as the model does")
+    return feeds
+
+
 @app.command()
 def run(
     model_path: Path = typer.Argument(..., help="An ONNX model."),
@@ -210,32 +239,14 @@ def run(
     import json
     import tempfile
 
-    import numpy as np
 
-    from ofuzz.engines.registry import EngineError, resolve
     from ofuzz.judging import judge_model
     from ofuzz.runner import EnginePool
 
-    names = [e.strip() for e in engines.split(",") if e.strip()] + list(engine or [])
-    try:
-        specs = resolve(names)
-    except EngineError as exc:
-        fail(str(exc))
+    specs = _resolve_engines(engines.split(",") + list(engine or []))
     with tempfile.TemporaryDirectory(prefix="ofuzz-run-") as tmp:
         model, path = _prepare_user_model(model_path, Path(tmp))
-        sidecar = model_path.with_name(model_path.name.removesuffix(".onnx") + ".inputs.npz")
-        src = inputs or (sidecar if sidecar.is_file() else None)
-        if src is not None:
-            try:
-                with np.load(src) as z:
-                    feeds = {k: z[k] for k in z.files}
-            except Exception as exc:
-                fail(f"{src}: cannot read inputs ({exc})")
-            missing = [vi.name for vi in model.graph.input if vi.name not in feeds and vi.name not in {i.name for i in model.graph.initializer}]
-            if missing:
-                fail(f"{src}: no array for input(s) {missing}; name them as the model does")
-        else:
-            feeds = _random_inputs(model)
+        feeds = _load_feeds(model_path, inputs, model)
         with EnginePool(specs, Path(tmp) / "pool", timeout) as pool:
             with console.status("starting engines"):
                 pool.start()
@@ -502,28 +513,17 @@ def reduce_cmd(
     """Delta-debug a model down to a 1-minimal one that keeps the finding's signature."""
     import tempfile
 
-    import numpy as np
     import onnx
 
-    from ofuzz.engines.registry import EngineError, resolve
     from ofuzz.generate import npz_bytes
     from ofuzz.judging import judge_model
     from ofuzz.reduce import Target, reduce_model
     from ofuzz.runner import EnginePool
 
-    try:
-        specs = resolve([e for e in engines.split(",") if e])
-    except EngineError as exc:
-        fail(str(exc))
+    specs = _resolve_engines(engines.split(","))
     with tempfile.TemporaryDirectory(prefix="ofuzz-reduce-") as tmp:
         model, path = _prepare_user_model(model_path, Path(tmp))
-        sidecar = model_path.with_name(model_path.name.removesuffix(".onnx") + ".inputs.npz")
-        src = inputs or (sidecar if sidecar.is_file() else None)
-        if src is not None:
-            with np.load(src) as z:
-                feeds = {k: z[k] for k in z.files}
-        else:
-            feeds = _random_inputs(model)
+        feeds = _load_feeds(model_path, inputs, model)
         with EnginePool(specs, Path(tmp) / "pool") as pool:
             pool.start()
             j = judge_model(pool, model, path, feeds)

@@ -7,7 +7,6 @@ import sys
 import numpy as np
 import onnx
 import onnxruntime as ort
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ofuzz.corpus import Block
 from ofuzz.solver.adapters import cast, fit, norm_axis, to_bool
-from ofuzz.solver.builder import BOOL, FLOAT, INT64, NP_DTYPE, Builder, SolverError, T
+from ofuzz.solver.builder import BOOL, FLOAT, INT64, NP_DTYPE, Builder, T
 
 Params = dict[str, Any]
 
