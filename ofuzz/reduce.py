@@ -161,7 +161,83 @@ def reduce_model(
     if built is None:
         built = (model, feeds)
         items = list(range(n0))
+    cur_model, cur_feeds = built
+
+    def check(m: onnx.ModelProto, ins: dict[str, np.ndarray]) -> bool:
+        nonlocal checks
+        if time.perf_counter() - t0 > budget:
+            return False
+        checks += 1
+        with tempfile.TemporaryDirectory(dir=pool.root) as d:
+            path = Path(d) / "cand.onnx"
+            onnx.save(m, str(path))
+            j = judge_model(pool, m, path, ins)
+        return any(target.matches(f) for f in j.findings)
+
+    # 4. simplify attributes: drop each one (back to its default) if the finding stays
+    for ni in range(len(cur_model.graph.node)):
+        for attr in [a.name for a in cur_model.graph.node[ni].attribute]:
+            cand = onnx.ModelProto()
+            cand.CopyFrom(cur_model)
+            node = cand.graph.node[ni]
+            keep = [a for a in node.attribute if a.name != attr]
+            del node.attribute[:]
+            node.attribute.extend(keep)
+            if _valid(cand) and check(cand, cur_feeds):
+                cur_model = cand
+                log.append(f"dropped attribute {attr} of {node.name}")
+    # 5. shrink tensor shapes: halve a dim of every input that has it (together, so broadcasts
+    #    still line up), then of each input alone, while the finding stays
+    groups = [list(cur_feeds)] + [[n] for n in cur_feeds] if len(cur_feeds) > 1 else [list(cur_feeds)]
+    for group in groups:
+        rank = max((cur_feeds[n].ndim for n in group), default=0)
+        for axis in range(rank):
+            while time.perf_counter() - t0 < budget:
+                size = max((cur_feeds[n].shape[axis] for n in group if cur_feeds[n].ndim > axis), default=1)
+                members = [n for n in group if cur_feeds[n].ndim > axis and cur_feeds[n].shape[axis] == size]
+                if size <= 1 or not members:
+                    break
+                ins = dict(cur_feeds)
+                for n in members:
+                    ins[n] = np.take(ins[n], np.arange((size + 1) // 2), axis=axis)
+                cand = _retyped(cur_model, ins)
+                if cand is None or not check(cand, ins):
+                    break
+                cur_model, cur_feeds = cand, ins
     say(f"reduced {n0} → {len(items)} nodes in {checks} checks")
-    return Reduced(built[0], built[1], n0, len(items), checks, time.perf_counter() - t0, one_min and time.perf_counter() - t0 <= budget, log)
+    return Reduced(cur_model, cur_feeds, n0, len(cur_model.graph.node), checks, time.perf_counter() - t0,
+                   one_min and time.perf_counter() - t0 <= budget, log)
+
+
+def _valid(m: onnx.ModelProto) -> bool:
+    try:
+        onnx.checker.check_model(m, full_check=True)
+        return True
+    except Exception:
+        return False
+
+
+def _retyped(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> onnx.ModelProto | None:
+    """The model with new input shapes; output shapes re-inferred (None when they do not fit)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for vi in m.graph.input:
+        if vi.name in feeds:
+            vi.type.tensor_type.shape.Clear()
+            for d in feeds[vi.name].shape:
+                vi.type.tensor_type.shape.dim.add().dim_value = int(d)
+    for vo in m.graph.output:
+        vo.type.tensor_type.ClearField("shape")
+    del m.graph.value_info[:]
+    try:
+        inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True)
+    except Exception:
+        return None
+    for vo in inferred.graph.output:
+        dims = vo.type.tensor_type.shape.dim
+        if not vo.type.tensor_type.HasField("shape") or any(not d.HasField("dim_value") or d.dim_value < 1 for d in dims):
+            return None
+    del inferred.graph.value_info[:]
+    return inferred if _valid(inferred) else None
 
 
