@@ -44,7 +44,8 @@ class MNNEngine:
         dst = os.path.join(workdir, "model.mnn")
         args = ["mnnconvert", "-f", "ONNX", "--modelFile", model_path, "--MNNModel", dst, "--bizCode", "ofuzz"]
         try:
-            r = subprocess.run([sys.executable, "-c", CONVERT, *args], capture_output=True, text=True, timeout=self.convert_timeout)
+            converter = os.environ.get("OFUZZ_MNN_CONVERTER") or sys.executable  # emulated ARM workers convert natively
+            r = subprocess.run([converter, "-c", CONVERT, *args], capture_output=True, text=True, timeout=self.convert_timeout)
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"MNN converter did not finish within {self.convert_timeout:.0f}s") from None
         log = (r.stdout + r.stderr).strip()

@@ -44,6 +44,8 @@ def install(spec: EngineSpec, echo: Callable[[str], None] = print) -> str:
     if p.exists():
         shutil.rmtree(p)
     p.parent.mkdir(parents=True, exist_ok=True)
+    if spec.env_kind == "arm64":
+        return _install_arm64(spec, p, echo)
     base = getattr(sys, "_base_executable", sys.executable)
     echo(f"creating {p}")
     subprocess.run([base, "-m", "venv", str(p)], check=True)
@@ -59,5 +61,17 @@ def install(spec: EngineSpec, echo: Callable[[str], None] = print) -> str:
             echo(line[:160])
     if proc.wait() != 0:
         raise RuntimeError(f"pip install -r {spec.env} failed (exit {proc.returncode}); see the lines above")
+    (p / ".ready").write_text(spec.env_id + "\n")
+    return py
+
+
+def _install_arm64(spec: EngineSpec, p: Path, echo: Callable[[str], None]) -> str:
+    """Emulated aarch64 env; models are converted by the x86 MNN engine's converter (same version)."""
+    from ofuzz.engines.arm64 import build
+    from ofuzz.engines.registry import builtin_engines
+
+    x86 = builtin_engines().get("mnn")
+    converter = install(x86, echo) if x86 is not None else None
+    py = build(p, spec.env, converter, echo)
     (p / ".ready").write_text(spec.env_id + "\n")
     return py

@@ -38,6 +38,7 @@ class EngineSpec:
     default: bool = False
     env_vars: dict[str, str] = field(default_factory=dict)
     doc: str = ""
+    env_kind: str = "venv"  # "venv" (pip into a virtualenv) or "arm64" (emulated aarch64 rootfs)
 
     @property
     def env_id(self) -> str:
@@ -69,7 +70,7 @@ def _spec_from(raw: dict[str, Any], base: Path, src: str) -> EngineSpec:
         memory_gb=float(raw.get("memory_gb", 8)), timeout=float(raw.get("timeout", 60)),
         startup_timeout=float(raw.get("startup_timeout", 180)), install=str(raw.get("install", "")),
         default=name in DEFAULT_ENGINES, env_vars={k: str(v) for k, v in (raw.get("env_vars") or {}).items()},
-        doc=str(raw.get("doc", "")),
+        doc=str(raw.get("doc", "")), env_kind=str(raw.get("env_kind", "venv")),
     )
 
 
