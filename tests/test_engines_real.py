@@ -40,7 +40,17 @@ EXPECTED: dict[tuple[str, str], tuple[str, str]] = {
     ("ResizeNearest", "tensorflow"): ("DCF", "same as Resize"),
     ("CropAndResize", "tensorflow"): ("DCF", "onnx2tf RoiAlign output shape wrong"),
     ("ShapeSlice", "tensorflow"): ("DCF", "onnx2tf ignores Shape's start/end"),
+    ("RNN", "tensorflow"): ("MCF", "onnx2tf: TypeError converting RNN"),
+    ("GRU", "tensorflow"): ("MCF", "onnx2tf: TypeError converting GRU"),
+    ("LSTM", "tensorflow"): ("MCF", "onnx2tf: TypeError converting LSTM"),
+    ("QuantizeLinear", "tensorflow"): ("DCF", "onnx2tf returns QuantizeLinear as float32, not uint8"),
+    ("DequantizeLinear", "tensorflow"): ("DCF", "onnx2tf Q/DQ is off by one quantisation step on ~99% of elements"),
+    ("CastLike", "tensorflow"): ("MCF", "onnx2tf has no CastLike ('No module named onnx2tf.ops.CastLike')"),
     # MNN 3.6.1 (x86)
+    ("LSTM", "mnn"): ("MCF", "MNN converter killed by SIGSEGV on LSTM"),
+    ("GRU", "mnn"): ("DCF", "MNN GRU values off (max rel ~9%)"),
+    ("QuantizeLinear", "mnn"): ("DCF", "MNN QuantizeLinear output wraps (max abs 256)"),
+    ("DequantizeLinear", "mnn"): ("DCF", "MNN returns Q/DQ output with dims permuted (3,1,6,5 for 1,3,6,5)"),
     ("IsNaN", "mnn"): ("MCF", "MNN converter: 'These Op Not Support: ONNX::IsNaN'"),
     ("IsInf", "mnn"): ("MCF", "MNN converter: 'These Op Not Support: ONNX::IsInf'"),
     ("Hardmax", "mnn"): ("MCF", "MNN converter: 'These Op Not Support: ONNX::Hardmax'"),
@@ -48,7 +58,9 @@ EXPECTED: dict[tuple[str, str], tuple[str, str]] = {
     ("Dropout", "mnn"): ("IF", "MNN: Dropout model gives a shape error (forward returns nothing)"),
     ("Shrink", "mnn"): ("DCF", "MNN Shrink(bias=0.25, lambd=0.5) wrong on ~half the elements"),
     ("OneHot", "mnn"): ("DCF", "MNN OneHot ignores negative indices (spec: index + depth)"),
-    # ONNX reference evaluator 1.23
+    # ONNX reference evaluator 1.23 (and the split it leaves behind)
+    ("DequantizeLinear", "reference"): ("MCF", "reference evaluator implements DequantizeLinear from opset 19 only"),
+    ("DequantizeLinear", "onnxruntime"): ("DCF", "no majority once the reference cannot run: onnxruntime, TF and MNN all differ"),
     ("GlobalLpPool", "reference"): ("MCF", "reference evaluator has no GlobalLpPool"),
     ("LpNormalization", "reference"): ("DCF", "reference LpNormalization differs from onnxruntime, TF and MNN"),
     ("GridSample", "reference"): ("IF", "reference implements opset-20 mode names only (bilinear rejected)"),
