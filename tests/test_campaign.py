@@ -19,10 +19,10 @@ def start(out: Path, *args: str) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
-def db_rows(out: Path, sql: str) -> list[tuple]:
+def db_rows(out: Path, sql: str, params: tuple = ()) -> list[tuple]:
     con = sqlite3.connect(str(out / "campaign.sqlite"))
     try:
-        return con.execute(sql).fetchall()
+        return con.execute(sql, params).fetchall()
     finally:
         con.close()
 
@@ -63,7 +63,7 @@ def test_kill9_then_resume_loses_nothing_and_counts_nothing_twice(tmp_path):
     gen = [g for (g,) in db_rows(out, "SELECT generated FROM timeline ORDER BY seq")]
     assert gen == sorted(gen)
     for sig, count in db_rows(out, "SELECT signature, count FROM findings"):
-        assert count == db_rows(out, f"SELECT COUNT(*) FROM occurrences WHERE signature = '{sig}'")[0][0]
+        assert count == db_rows(out, "SELECT COUNT(*) FROM occurrences WHERE signature = ?", (sig,))[0][0]
 
 
 def test_budget_is_a_hard_limit_even_with_a_hanging_engine(tmp_path):
