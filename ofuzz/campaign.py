@@ -99,6 +99,7 @@ class Campaign:
         self.stop_reason = ""
         self._stopping = threading.Event()
         self.pools: list[EnginePool] = []
+        self.session_generated = self.session_kept = self.session_run = 0
 
     @staticmethod
     def _indices(done: set[int]):
@@ -197,6 +198,8 @@ class Campaign:
                     gen_time = time.perf_counter() - t0
                     self.stats.generated += 1
                     self.stats.kept += int(kept)
+                    self.session_generated += 1
+                    self.session_kept += int(kept)
                     if not kept and not self.opts.run_all:
                         self._commit(idx, m, preferred, node, False, None, gen_time, 0.0)
                         continue
@@ -214,6 +217,7 @@ class Campaign:
                     if judged is None:
                         continue
                     self.stats.run += 1
+                    self.session_run += 1
                     self._commit(idx, m, preferred, node, kept, judged, gen_time, jt)
                     if not kept:
                         for ext in (".onnx", ".inputs.npz", ".json"):

@@ -297,12 +297,13 @@ def _progress_table(c) -> Table:
     s = c.stats
     cov = c.coverage.metrics()
     budget = f" / {c.opts.budget:.0f}s" if c.opts.budget else ""
-    rate = s.generated / max(s.elapsed - s.elapsed_before, 1e-9) if s.generated else 0.0
+    dt = max(s.elapsed - s.elapsed_before, 1e-9)
     t = Table(title=f"ofuzz campaign → {c.out}", show_header=False, expand=False)
     t.add_column(style="bold")
     t.add_column()
     t.add_row("elapsed", f"{s.elapsed:.0f}s{budget}")
-    t.add_row("models", f"generated {s.generated}, kept {s.kept}, run {s.run}  ({rate:.1f} generated/s this session)")
+    t.add_row("models", f"generated {s.generated}, kept {s.kept}, run {s.run}")
+    t.add_row("per second", f"this session: {c.session_generated / dt:.1f} generated, {c.session_kept / dt:.1f} kept, {c.session_run / dt:.1f} run")
     t.add_row("coverage", f"OLC {100 * cov['OLC']:.1f}%  (" + ", ".join(f"{m} {100 * cov[m]:.1f}%" for m in METRICS) + ")")
     for eng, d in sorted(s.by_engine.items()):
         t.add_row(eng, "  ".join(f"{k} {d.get(k, 0)}" for k in ("DCP", "DCF", "IF", "MCF")))
