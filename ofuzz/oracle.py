@@ -47,7 +47,11 @@ def _kind(a: np.ndarray) -> str:
 
 
 def compare_tensor(got: np.ndarray, want: np.ndarray, name: str = "") -> Comparison:
-    got, want = np.asarray(got), np.asarray(want)
+    with np.errstate(all="ignore"):  # NaN/Inf and huge values are data here, not warnings
+        return _compare_tensor(np.asarray(got), np.asarray(want), name)
+
+
+def _compare_tensor(got: np.ndarray, want: np.ndarray, name: str) -> Comparison:
     if got.shape != want.shape:
         if got.size == want.size and sorted(got.shape) == sorted(want.shape):
             detail = "same elements, permuted dims (layout)"
