@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import resource
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -82,9 +84,7 @@ class Campaign:
         if resume:
             for recs in self.store.all_records():
                 self.coverage.add(OpRecord.from_json(r) for r in recs)
-            state = self.store.chooser_state()
-            if state and state.get("kind") == self.chooser.name:
-                self.chooser.load(state)
+            self.chooser.load(self.store.chooser_nodes())
             c = self.store.counts()
             self.stats.generated, self.stats.kept, self.stats.run = c["generated"], c["kept"], c["run"]
             self.stats.unique = len(self.signatures)
@@ -153,6 +153,8 @@ class Campaign:
             for f in findings:
                 f["detail"] = {**f.get("detail", {}), "model": m.id, "versions": self._versions}
         cov = self.coverage.metrics()
+        fresh = {f["signature"] for f in findings} - self.signatures
+        self.chooser.backprop(node, reward(bool(fresh), kept))  # the tree's change is committed with this model
         new = self.store.commit_model(
             idx,
             {"id": m.id, "kept": kept, "run": judged is not None, "new_coverage": kept, "blocks": m.provenance["blocks"],
@@ -161,11 +163,10 @@ class Campaign:
             m.provenance["coverage_records"] if kept else None, runs, findings,
             {"elapsed": self.stats.elapsed, "generated": self.stats.generated, "kept": self.stats.kept, "run": self.stats.run,
              **cov, "unique_findings": self.stats.unique, "engine_time": self.stats.engine_time},
-            self.chooser.to_json(),
+            self.chooser.state_delta(),
         )
         self.signatures.update(new)
         self.stats.unique += len(new)
-        self.chooser.backprop(node, reward(bool(new), kept))
         return new
 
     def run(self, on_progress: Callable[["Campaign"], None] | None = None) -> None:
@@ -230,11 +231,15 @@ class Campaign:
                     break  # hard budget: do not wait for a slow engine
         finally:
             self._stopping.set()
+            self.cpu_workers = sum(_cpu_seconds(w.proc.pid) for p in made for w in p.workers.values() if w.proc is not None)
             for p in made:
                 p.close()
+            ru = resource.getrusage(resource.RUSAGE_SELF)
+            self.cpu_self = ru.ru_utime + ru.ru_stime
             execu.shutdown(wait=False, cancel_futures=True)
             self.store.set_meta("last_stop", {"reason": self.stop_reason, "at": time.time(), "elapsed": self.stats.elapsed,
-                                              "own_time": self.stats.own_time})
+                                              "own_time": self.stats.own_time, "cpu_self": self.cpu_self,
+                                              "cpu_workers_alive": self.cpu_workers})
             if on_progress:
                 on_progress(self)
 
@@ -244,6 +249,15 @@ class Campaign:
 
     def close(self) -> None:
         self.store.close()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of a live process and its waited-for children (from /proc), 0 if it is gone."""
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def finding_id(signature: str) -> str:

@@ -47,6 +47,7 @@ class MCTSChooser:
         self.corpus, self.coverage, self.rng = corpus, coverage, rng
         self.tc1, self.tc2, self.e, self.max_children = tc1, tc2, e, max_children
         self.nodes: list[TreeNode] = [TreeNode(0, None, None, 0)]
+        self.dirty: set[int] = {0}  # nodes changed since the last state_delta()
         self._subgraphs_of: dict[str, list[str]] = {}
         for b in corpus:
             for inner in b.ops:
@@ -91,6 +92,7 @@ class MCTSChooser:
         child = TreeNode(len(self.nodes), block, node.id, node.depth + 1)
         self.nodes.append(child)
         node.children.append(child.id)
+        self.dirty.update((child.id, node.id))
         return child
 
     def backprop(self, node_id: int | None, r: float) -> None:
@@ -99,12 +101,17 @@ class MCTSChooser:
         for n in self.path(node_id):
             n.n += 1
             n.v += r
+            self.dirty.add(n.id)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.name, "nodes": [asdict(n) for n in self.nodes]}
+    def state_delta(self) -> list[dict[str, Any]]:
+        """The tree nodes changed since the last call (stored incrementally, O(path) per model)."""
+        out = [asdict(self.nodes[i]) for i in sorted(self.dirty)]
+        self.dirty.clear()
+        return out
 
-    def load(self, state: dict[str, Any]) -> None:
-        self.nodes = [TreeNode(**n) for n in state["nodes"]]
+    def load(self, rows: list[dict[str, Any]]) -> None:
+        self.nodes = [TreeNode(**n) for n in sorted(rows, key=lambda r: r["id"])] or self.nodes
+        self.dirty.clear()
 
     def best_path(self) -> list[str]:
         """The path through the children with the highest value per visit (the paper's 'optimal strategy')."""
@@ -131,10 +138,10 @@ class RandomChooser:
     def backprop(self, node_id: int | None, r: float) -> None:
         return None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.name}
+    def state_delta(self) -> list[dict[str, Any]]:
+        return []
 
-    def load(self, state: dict[str, Any]) -> None:
+    def load(self, rows: list[dict[str, Any]]) -> None:
         return None
 
 

@@ -38,7 +38,9 @@ CREATE TABLE IF NOT EXISTS timeline (
   kept INTEGER NOT NULL, run INTEGER NOT NULL, olc REAL, otc REAL, idc REAL, odc REAL, sec REAL, spc REAL,
   unique_findings INTEGER NOT NULL, engine_time REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS chooser (id INTEGER PRIMARY KEY CHECK (id = 0), state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chooser_nodes (id INTEGER PRIMARY KEY, state TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS models_by_id ON models (id);
+CREATE INDEX IF NOT EXISTS occurrences_by_signature ON occurrences (signature);
 """
 
 
@@ -75,9 +77,8 @@ class Store:
     def signatures(self) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT signature FROM findings")}
 
-    def chooser_state(self) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT state FROM chooser WHERE id=0").fetchone()
-        return json.loads(row[0]) if row else None
+    def chooser_nodes(self) -> list[dict[str, Any]]:
+        return [json.loads(r[0]) for r in self.db.execute("SELECT state FROM chooser_nodes ORDER BY id")]
 
     def last_elapsed(self) -> float:
         row = self.db.execute("SELECT MAX(elapsed) FROM timeline").fetchone()
@@ -108,7 +109,7 @@ class Store:
     # -- writing ------------------------------------------------------------------
     def commit_model(
         self, idx: int, model: dict[str, Any], records: list[list[Any]] | None, engine_runs: list[tuple[str, str, float, float]],
-        findings: list[dict[str, Any]], timeline: dict[str, Any], chooser_state: dict[str, Any],
+        findings: list[dict[str, Any]], timeline: dict[str, Any], chooser_rows: list[dict[str, Any]],
     ) -> list[str]:
         """Commit one model atomically; returns the signatures that are new to the campaign."""
         new: list[str] = []
@@ -139,7 +140,7 @@ class Store:
             cur.execute("INSERT INTO timeline VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         (seq, idx, t["elapsed"], t["generated"], t["kept"], t["run"], t["OLC"], t["OTC"], t["IDC"], t["ODC"],
                          t["SEC"], t["SPC"], t["unique_findings"] + len(new), t["engine_time"]))
-            cur.execute("INSERT OR REPLACE INTO chooser VALUES (0, ?)", (json.dumps(chooser_state),))
+            cur.executemany("INSERT OR REPLACE INTO chooser_nodes VALUES (?, ?)", [(r["id"], json.dumps(r)) for r in chooser_rows])
             cur.execute("COMMIT")
         except BaseException:
             cur.execute("ROLLBACK")

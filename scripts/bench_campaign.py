@@ -60,6 +60,8 @@ def main() -> None:
     s = camp.stats
     print(f"{s.generated} models generated, {s.run} run on {a.engines} in {dt:.1f}s: {s.generated / dt:.2f} models/s, {s.run / dt:.2f} judged/s end to end")
     print(f"ofuzz's own main-thread time {s.own_time:.1f}s = {100 * s.own_time / dt:.1f}% of wall; engine time (summed over {a.workers} pools) {s.engine_time:.1f}s")
+    print(f"CPU: campaign process {camp.cpu_self:.1f}s ({100 * camp.cpu_self / (dt * (os.cpu_count() or 1)):.1f}% of the machine), "
+          f"engine workers alive at the end {camp.cpu_workers:.1f}s ({100 * camp.cpu_workers / (dt * (os.cpu_count() or 1)):.1f}%)")
     print(f"{'models':>7s} {'elapsed':>8s} {'campaign MB':>12s}  worker RSS MB")
     for r in rows:
         print(r)

@@ -36,7 +36,7 @@ def committed(out: Path) -> int:
 
 def test_kill9_then_resume_loses_nothing_and_counts_nothing_twice(tmp_path):
     out = tmp_path / "c"
-    p = start(out, "--models", "400", "--run-all", "--seed", "3")
+    p = start(out, "--models", "400", "--run-all", "--seed", "3", "--no-reduce")
     deadline = time.time() + 120
     while committed(out) < 25 and time.time() < deadline:
         time.sleep(0.2)
@@ -70,7 +70,7 @@ def test_budget_is_a_hard_limit_even_with_a_hanging_engine(tmp_path):
     out = tmp_path / "b"
     t0 = time.time()
     p = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", "--engines", ENGINES, "--blocks", "20..30", "--budget", "6s",
-                        "--out", str(out), "--run-all", "--no-report"], capture_output=True, text=True, timeout=120)
+                        "--out", str(out), "--run-all", "--no-report", "--no-reduce"], capture_output=True, text=True, timeout=120)
     took = time.time() - t0
     assert p.returncode == 0, p.stderr[-2000:]
     meta = dict(db_rows(out, "SELECT key, value FROM meta"))
@@ -82,7 +82,7 @@ def test_budget_is_a_hard_limit_even_with_a_hanging_engine(tmp_path):
 def test_findings_report_and_testdouble_faults_are_recorded(tmp_path):
     out = tmp_path / "f"
     p = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", "--engines", ENGINES, "--blocks", "5..10", "--models", "60",
-                        "--out", str(out), "--seed", "1"], capture_output=True, text=True, timeout=600)
+                        "--out", str(out), "--seed", "1", "--reduce-time", "30s"], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     report = Path(p.stdout.strip().splitlines()[-1])
     assert report.is_file() and "<svg" in report.read_text()
@@ -95,3 +95,5 @@ def test_findings_report_and_testdouble_faults_are_recorded(tmp_path):
     assert kinds & {"crash", "exception", "timeout", "exit", "oom"}
     # the same root cause in different models folds into one finding with a count
     assert len({r["signature"] for r in rows}) == len(rows)
+    exported = [r for r in rows if r["repro"]]
+    assert exported and all(r["repro"]["repro_check"].startswith("reproduced") for r in exported if r["engine"] == "testdouble")
