@@ -140,25 +140,39 @@ class Verdict:
         }
 
 
+def family(engine: str) -> str:
+    """Variants of one implementation vote once: mnn-arm:n1 and mnn are both 'mnn',
+    onnxruntime-noopt is 'onnxruntime' (they share converters and most kernels)."""
+    return engine.split(":")[0].removesuffix("-arm").removesuffix("-noopt")
+
+
 def triangulate(outputs: dict[str, dict[str, np.ndarray]], names: list[str]) -> tuple[list[str], bool]:
     """Cluster engines by agreement; return (majority engines, split?).
 
-    The majority is the largest clique of mutually agreeing engines when it
-    holds more than half of them; a tie between equally large cliques is broken
-    by the one holding the reference evaluator; otherwise the verdict is a split.
+    The majority is the largest clique of mutually agreeing engines, counted in
+    engine families (variants of one engine share most code, so three MNN builds
+    must not outvote one independent engine), when it holds more than half of the
+    families; a tie between equally large cliques is broken by the one holding the
+    reference evaluator; otherwise the verdict is a split.
     """
     engines = sorted(outputs)
     if len(engines) <= 1:
         return engines, False
+    n_fam = len({family(e) for e in engines})
     g = nx.Graph()
     g.add_nodes_from(engines)
     for i, a in enumerate(engines):
         for b in engines[i + 1 :]:
             if compare_outputs(outputs[a], outputs[b], names).ok and compare_outputs(outputs[b], outputs[a], names).ok:
                 g.add_edge(a, b)
-    cliques = sorted((sorted(c) for c in nx.find_cliques(g)), key=lambda c: (-len(c), c))
-    top = [c for c in cliques if len(c) == len(cliques[0])]
-    if len(top) == 1 and 2 * len(top[0]) > len(engines):
+    size = lambda c: len({family(e) for e in c})  # noqa: E731
+    cliques = sorted((sorted(c) for c in nx.find_cliques(g)), key=lambda c: (-size(c), -len(c), c))
+    top = [c for c in cliques if size(c) == size(cliques[0])]
+    if len(top) > 1:  # same number of families: more engines is no better, unless only one clique is largest outright
+        most = max(len(c) for c in top)
+        if sum(1 for c in top if len(c) == most) == 1 and size(top[0]) * 2 > n_fam:
+            top = [c for c in top if len(c) == most]
+    if len(top) == 1 and 2 * size(top[0]) > n_fam:
         return top[0], False
     with_ref = [c for c in top if REFERENCE in c]
     if len(with_ref) == 1:

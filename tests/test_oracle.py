@@ -105,3 +105,16 @@ def test_signature_normalises_addresses_paths_numbers_and_names():
     o2 = Outcome("prepare", "exception", etype="E", message="fail in n9_Tile at 0xbeef")
     assert signature("mnn", MCF, o1) == signature("mnn", MCF, o2)
     assert signature("mnn", DCF, None, {"op": "Conv"}, "value") != signature("mnn", DCF, None, {"op": "Add"}, "value")
+
+
+def test_engine_variants_vote_as_one_family():
+    # three MNN builds agreeing on a wrong value must not outvote onnxruntime + reference
+    outs = {"onnxruntime": _outs(1), "reference": _outs(1), "mnn": _outs(2), "mnn-arm:n1": _outs(2), "mnn-arm:a53": _outs(2)}
+    maj, split = triangulate(outs, ["y"])
+    assert maj == ["onnxruntime", "reference"] and not split
+    # an ARM-only divergence: x86 MNN sides with onnxruntime
+    maj, split = triangulate({"onnxruntime": _outs(1), "mnn": _outs(1), "mnn-arm:n1": _outs(3), "mnn-arm:a53": _outs(3)}, ["y"])
+    assert maj == ["mnn", "onnxruntime"] and not split
+    # only two independent implementations and no reference: nobody can be blamed
+    maj, split = triangulate({"onnxruntime": _outs(1), "mnn": _outs(2), "mnn-arm:n1": _outs(2)}, ["y"])
+    assert split

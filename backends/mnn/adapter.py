@@ -49,14 +49,14 @@ class MNNEngine:
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"MNN converter did not finish within {self.convert_timeout:.0f}s") from None
         log = (r.stdout + r.stderr).strip()
+        lines = [ln.strip() for ln in log.splitlines() if ln.strip() and not ln.startswith("The device supports")]
         if r.returncode < 0:
             try:
                 sig = signal.Signals(-r.returncode).name
             except ValueError:
                 sig = f"signal {-r.returncode}"
-            raise ConverterCrash(f"MNN converter killed by {sig}: {log[-600:]}")
+            raise ConverterCrash(f"MNN converter killed by {sig}" + (f" after: {lines[-1][:200]}" if lines else "") + f"\n{log[-1500:]}")
         if r.returncode != 0 or not os.path.exists(dst) or "Converted Success" not in log:
-            lines = [ln.strip() for ln in log.splitlines() if ln.strip() and not ln.startswith("The device supports")]
             key = [ln for ln in lines if any(w in ln.lower() for w in ("error", "not support", "fail", "can't", "cannot", "unsupport"))]
             raise ConversionError(f"MNN conversion failed (exit {r.returncode}): {(key or lines or ['no log'])[0][:300]}\n{log[-1500:]}")
         rt = self.MNN.nn.create_runtime_manager((self.config,))
