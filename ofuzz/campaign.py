@@ -48,6 +48,7 @@ class CampaignOptions:
     n_maxspc: int = 200
     localise: bool = True
     timeout: float | None = None
+    prefer: float = 1.0  # see GenerateOptions.prefer
     reduce: bool = True
     reduce_budget: float = 20.0  # seconds per finding
 
@@ -79,7 +80,7 @@ class Campaign:
         done = self.store.committed_indices()
         self.rng = np.random.default_rng([opts.seed, len(done), 7])
         self.chooser = make_chooser(opts.chooser, corpus, self.coverage, self.rng)
-        self.gen_opts = GenerateOptions(blocks=opts.blocks, graph=opts.graph, mutations=opts.mutations)
+        self.gen_opts = GenerateOptions(blocks=opts.blocks, graph=opts.graph, mutations=opts.mutations, prefer=opts.prefer)
         self.signatures = self.store.signatures()
         if resume:
             for recs in self.store.all_records():

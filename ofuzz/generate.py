@@ -40,6 +40,7 @@ class GenerateOptions:
     cap: int = DEFAULT_CAP
     values: ValuePolicy = field(default_factory=ValuePolicy)
     check: bool = False  # run the full onnx checker on every model
+    prefer: float = 1.0  # probability that a node takes a chooser-preferred block when one fits
 
 
 @dataclass
@@ -91,7 +92,7 @@ def generate_one(
     names, r = select_mutations(rng) if opts.mutations else ([], 0.0)
     genome = Genome(graph, random_input_shape(rng, 4), gm, k, DEFAULT_P[gm])
     apply_mutations(genome, corpus, names, r, rng, "graph")
-    genome.notes.extend(assign_blocks(genome.graph, corpus, rng, preferred))
+    genome.notes.extend(assign_blocks(genome.graph, corpus, rng, preferred, opts.prefer))
     apply_mutations(genome, corpus, names, r, rng, "blocks")
     apply_mutations(genome, corpus, names, r, rng, "source")
     mid = model_id(seed, index)

@@ -123,12 +123,13 @@ def single_block_genome(corpus: Corpus, name: str, input_shape: tuple[int, ...],
 
 
 def assign_blocks(
-    g: nx.MultiDiGraph, corpus: Corpus, rng: np.random.Generator, preferred: list[str] | None = None
+    g: nx.MultiDiGraph, corpus: Corpus, rng: np.random.Generator, preferred: list[str] | None = None, prefer: float = 1.0
 ) -> list[str]:
     """Match a block to every node by in-degree (and out-degree); return notes on repairs.
 
     Blocks from `preferred` (the chooser's pick) win when one fits the node's
-    degrees; otherwise any corpus block that fits is used.  A node no block
+    degrees (for each node with probability `prefer`, 1 = the paper's rule);
+    otherwise any corpus block that fits is used.  A node no block
     fits loses in-edges until one does (recorded in the notes).
     """
     notes = []
@@ -136,7 +137,8 @@ def assign_blocks(
     for n in sorted(g.nodes):
         while True:
             d_in, d_out = effective_in_degree(g, n), int(g.out_degree(n))
-            cands = (candidates(corpus, d_in, d_out, pref) if pref else []) or candidates(corpus, d_in, d_out)
+            use_pref = pref and (prefer >= 1.0 or rng.random() < prefer)
+            cands = (candidates(corpus, d_in, d_out, pref) if use_pref else []) or candidates(corpus, d_in, d_out)
             if cands:
                 break
             if any(d_in in b.in_degree for b in corpus) and d_out > 0:

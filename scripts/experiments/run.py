@@ -40,6 +40,7 @@ ROWS = [
     ("5", "WS and RN", "mixed", True, "mcts"),
 ]
 NS = (5, 10, 15)
+PREFER = 1.0  # set by --prefer
 PAPER = {  # Table III: (OLC %, exceptions dedup, exceptions total, hours) per (row, N)
     ("1", 5): (60.2, 12, 103, 1.6), ("1", 10): (69.9, 20.1, 161, 2.7), ("1", 15): (71.8, 21.7, 201, 3.4),
     ("2", 5): (57.2, 10.9, 75.3, 2.7), ("2", 10): (62.9, 13.7, 95.4, 4.1), ("2", 15): (64.8, 14.2, 91.8, 4.4),
@@ -58,7 +59,7 @@ def run_cell(corpus, specs, out: Path, row, n: int, rep: int, tests: int, seed: 
         kept = st.counts()["kept"]
         st.close()
     opts = CampaignOptions(engines=[s.name for s in specs], tests=tests, blocks=(n, n), graph=graph, mutations=mutations,
-                           chooser=chooser, seed=seed, workers=workers, localise=True)
+                           chooser=chooser, seed=seed, workers=workers, localise=True, prefer=PREFER)
     t0 = time.perf_counter()
     if not resume or kept < tests:
         c = Campaign(corpus, specs, opts, d, resume=resume)
@@ -165,7 +166,10 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rq5", type=int, default=100, help="mutated subgraphs for RQ5 (0 to skip)")
     ap.add_argument("--docs", type=Path, default=ROOT / "docs" / "results.md")
+    ap.add_argument("--prefer", type=float, default=1.0, help="probability a node takes a chosen block when one fits (1 = the paper)")
     a = ap.parse_args()
+    global PREFER
+    PREFER = a.prefer
     tests = max(10, round(400 * a.scale))
     reps = max(2, round(10 * a.scale))
     a.out.mkdir(parents=True, exist_ok=True)
@@ -229,7 +233,7 @@ def main() -> None:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     except OSError:
         commit = "?"
-    cmd = f"python scripts/experiments/run.py --scale {a.scale} --engines {a.engines} --rq5 {a.rq5}"
+    cmd = f"python scripts/experiments/run.py --scale {a.scale} --engines {a.engines} --rq5 {a.rq5}" + (f" --prefer {a.prefer}" if a.prefer != 1.0 else "")
     doc = [
         "# Results: the paper's Table III on today's engines",
         "",
