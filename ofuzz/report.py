@@ -119,6 +119,13 @@ def write_report(campaign_dir: Path) -> Path:
         elif div.get("note"):
             errs = f"<p>localisation: {html.escape(div['note'])}</p>"
         tail = det.get("log_tail", "")
+        rinfo = campaign_dir / "repros" / finding_id(f["signature"]) / "finding.json"
+        if rinfo.is_file():
+            ri = json.loads(rinfo.read_text())
+            red = ri.get("reduction", {})
+            errs += (f"<p>reduced repro: <code>{html.escape(str(rinfo.parent))}</code> — {red.get('nodes_before')} → "
+                     f"{red.get('nodes_after')} nodes ({html.escape('+'.join(ri.get('reduced_ops', [])))}); repro.py: "
+                     f"{html.escape(str(ri.get('repro_check', '?')))}; see REPORT.md there</p>")
         cards.append(
             f'<div class="card"><h3>{finding_id(f["signature"])} · {html.escape(f["engine"])} · {f["status"]} · {html.escape(f["op"] or "?")} · ×{f["count"]}</h3>'
             f"<p>{html.escape(f['summary'])}</p>{errs}<p class='sig'>{html.escape(f['signature'])}</p>"
