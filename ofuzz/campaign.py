@@ -9,7 +9,6 @@ worker pipes, so the engines keep the machine's cores busy.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import resource
 import threading
@@ -26,7 +25,7 @@ from ofuzz.chooser import make_chooser, reward
 from ofuzz.corpus import Corpus
 from ofuzz.coverage import Coverage, OpRecord
 from ofuzz.engines.registry import EngineSpec
-from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one, npz_bytes
+from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one
 from ofuzz.judging import Judged, judge_model
 from ofuzz.runner import EnginePool
 from ofuzz.store import Store
@@ -264,13 +263,6 @@ def _cpu_seconds(pid: int) -> float:
 def finding_id(signature: str) -> str:
     return hashlib.sha1(signature.encode()).hexdigest()[:10]
 
-
-def save_inputs(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    path.write_bytes(npz_bytes(arrays))
-
-
-def options_json(opts: CampaignOptions) -> str:
-    return json.dumps(asdict(opts))
 
 
 def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: float, total: float,

@@ -150,9 +150,6 @@ class Corpus:
         """Distinct ONNX operator types the corpus can emit (for coverage n_t)."""
         return sorted({b.op for b in self.blocks.values() if b.op})
 
-    def subgraph_in_degree(self, block: Block) -> int:
-        return subgraph_entries(block)
-
 
 def subgraph_entries(block: Block) -> int:
     """External inputs of a subgraph: one per inner op that has no inner predecessor."""

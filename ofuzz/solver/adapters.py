@@ -157,6 +157,3 @@ def norm_axis(a: int, rank: int, extra: int = 0) -> int:
     m = a % r
     return m - r if a < 0 else m
 
-
-def inf_end() -> int:
-    return INT64_MAX

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ofuzz.corpus import Block
-from ofuzz.solver.adapters import fit, pad_to, reshape, shrink, slice_to
+from ofuzz.solver.adapters import pad_to, reshape, shrink, slice_to
 from ofuzz.solver.builder import Builder, SolverError, T
 
 Params = dict[str, Any]
@@ -277,10 +277,6 @@ def lrn(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
 
 def global_pool(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op(blk.op, [ins[0]], **({"p": p["p"]} if "p" in p else {}))
-
-
-def fit_channels(b: Builder, x: T, c: int) -> T:
-    return fit(b, x, (x.shape[0], c, *x.shape[2:]))
 
 
 RULES_SPATIAL = {
