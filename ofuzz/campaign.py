@@ -220,10 +220,9 @@ class Campaign:
                     self.stats.run += 1
                     self.session_run += 1
                     self._commit(idx, m, preferred, node, kept, judged, gen_time, jt)
-                    if not kept:
+                    if not kept and not self._is_finding_model(m.id):  # keep files only of tests and findings
                         for ext in (".onnx", ".inputs.npz", ".json"):
-                            if not self._is_finding_model(m.id):
-                                (self.out / "models" / f"{m.id}{ext}").unlink(missing_ok=True)
+                            (self.out / "models" / f"{m.id}{ext}").unlink(missing_ok=True)
                 self.stats.own_time += time.perf_counter() - busy1
                 if on_progress:
                     on_progress(self)
