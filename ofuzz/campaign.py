@@ -8,7 +8,6 @@ worker pipes, so the engines keep the machine's cores busy.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import resource
 import threading
@@ -28,6 +27,7 @@ from ofuzz.engines.registry import EngineSpec
 from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one
 from ofuzz.judging import Judged, judge_model
 from ofuzz.runner import EnginePool
+from ofuzz.signature import finding_id  # noqa: F401  (re-exported: the id scripts and the CLI show)
 from ofuzz.store import Store
 
 
@@ -257,39 +257,3 @@ def _cpu_seconds(pid: int) -> float:
         return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return 0.0
-
-
-def finding_id(signature: str) -> str:
-    return hashlib.sha1(signature.encode()).hexdigest()[:10]
-
-
-
-def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: float, total: float,
-                    echo: Callable[[str], None] = print) -> int:
-    """Reduce and export every finding that has no repro directory yet (bounded by `total` seconds)."""
-    from ofuzz.repro import export
-
-    store = Store(campaign_dir)
-    rows = store.findings()
-    store.close()
-    t0 = time.monotonic()
-    done = 0
-    by_name = {s.name: s for s in specs}
-    for f in rows:
-        if time.monotonic() - t0 > total:
-            echo(f"repro export stopped after {done} findings (time cap {total:.0f}s); run `ofuzz repro ID --campaign {campaign_dir}` for the rest")
-            break
-        dest = campaign_dir / "repros" / finding_id(f["signature"])
-        if (dest / "finding.json").is_file() or f["engine"] not in by_name:
-            continue
-        model = campaign_dir / "models" / f"{f['first_model']}.onnx"
-        if not model.is_file():
-            continue
-        with np.load(campaign_dir / "models" / f"{f['first_model']}.inputs.npz") as z:
-            inputs = {k: z[k] for k in z.files}
-        try:
-            export(by_name, f, model, inputs, dest, reduce_budget=per_finding)
-            done += 1
-        except Exception as exc:  # one broken export must not stop the others
-            echo(f"repro export of {finding_id(f['signature'])} failed: {exc}")
-    return done

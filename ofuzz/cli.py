@@ -332,7 +332,7 @@ def campaign(
     timeout: Optional[float] = typer.Option(None, help="Per-step engine timeout in seconds (default: each engine's own)."),
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.html at the end."),
     reduce: bool = typer.Option(True, "--reduce/--no-reduce", help="After the budget, reduce and export each unique finding (repros/<id>)."),
-    reduce_time: Optional[str] = typer.Option(None, help="Time cap for that export phase (default: a quarter of the budget, at least 2m)."),
+    reduce_time: Optional[str] = typer.Option(None, help="Time cap for that export phase (default: none, every finding is exported; `ofuzz repro --all` finishes a capped one)."),
 ) -> None:
     """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""
     import os
@@ -395,18 +395,32 @@ def campaign(
         raise typer.Exit(130)
     console.print(f"campaign stopped: {c.stop_reason or 'done'}; store: {out}/campaign.sqlite")
     if reduce:
-        from ofuzz.campaign import export_findings
-
-        cap = parse_duration(reduce_time) if reduce_time else max(120.0, 0.25 * (opts.budget or 480.0))
-        with console.status("reducing and exporting findings"):
-            n = export_findings(out, specs, opts.reduce_budget, cap, echo=lambda m: console.print(m, soft_wrap=True))
-        console.print(f"exported {n} repro folders under {out}/repros/")
+        cap = parse_duration(reduce_time) if reduce_time else None
+        _export_with_progress(out, specs, opts.reduce_budget, cap, opts.workers)
     if report:
         from ofuzz.report import write_report
 
         path = write_report(out)
         console.print(f"report: {path}")
         print(path)
+
+
+def _export_with_progress(out: Path, specs: list, per_finding: float, cap: float | None, workers: int) -> None:
+    """Reduce and export every pending finding of the campaign in `out`, with a progress bar."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ofuzz.export_all import export_findings, pending_findings
+
+    todo, done_before = pending_findings(out, {s.name for s in specs})
+    if not todo:
+        console.print(f"all {done_before} findings already have a repro folder under {out}/repros/")
+        return
+    with Progress(TextColumn("reducing and exporting findings"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]} failed"),
+                  TimeElapsedColumn(), console=console) as bar:
+        task = bar.add_task("export", total=len(todo), failed=0)
+        n = export_findings(out, specs, per_finding, cap, echo=lambda m: bar.console.print(m, soft_wrap=True), workers=workers,
+                            on_progress=lambda p: bar.update(task, completed=p.done + p.failed, failed=p.failed))
+    console.print(f"exported {n} repro folders under {out}/repros/ ({done_before} were already there)")
 
 
 @app.command()
@@ -450,6 +464,23 @@ def findings(
                 r["op"] = "+".join(info["reduced_ops"]) + " (reduced)"
         t.add_row(fid, r["engine"], r["status"], r["op"] or "?", str(r["count"]), r["first_model"], nodes, check, r["summary"])
     out_console().print(t)
+    out_console().print(_repro_summary([r["repro"] for r in rows]))
+
+
+def _repro_summary(infos: list) -> str:
+    """One line over the exported repros: how many, how small, how fast, how many reproduce."""
+    import statistics as st
+
+    done = [i for i in infos if i]
+    if not done:
+        return f"0 of {len(infos)} findings exported; run `ofuzz repro --all --campaign DIR`"
+    before = [i["reduction"]["nodes_before"] for i in done]
+    after = [i["reduction"]["nodes_after"] for i in done]
+    secs = [i["reduction"]["seconds"] for i in done if i["reduction"].get("checks")]
+    repro = sum(str(i.get("repro_check", "")).startswith("reproduced") for i in done)
+    return (f"{len(done)} of {len(infos)} findings exported; nodes median {st.median(before):g} → {st.median(after):g} "
+            f"(max after {max(after)}); reduction median {st.median(secs) if secs else 0:.2f} s (max {max(secs) if secs else 0:.1f} s); "
+            f"repro.py reproduced {repro}/{len(done)} in a fresh process")
 
 
 @app.command()
@@ -464,9 +495,12 @@ def report(campaign_dir: Path = typer.Argument(..., help="A campaign folder.")) 
 
 @app.command()
 def repro(
-    finding: str = typer.Argument(..., help="A finding id (from `ofuzz findings`) or a full signature."),
+    finding: Optional[str] = typer.Argument(None, help="A finding id (from `ofuzz findings`) or a full signature."),
     campaign_dir: Path = typer.Option(Path("."), "--campaign", "-c", help="The campaign folder holding the finding."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Repro folder (default CAMPAIGN/repros/<id>)."),
+    all_findings: bool = typer.Option(False, "--all", help="Export every finding that has no repro folder yet (parallel pools)."),
+    workers: int = typer.Option(0, help="With --all: parallel engine pools (default: the machine's cores)."),
+    reduce_time: Optional[float] = typer.Option(None, help="Reduction budget per finding in seconds (default 60, with --all 20)."),
 ) -> None:
     """Export a finding: model, inputs, expected and actual outputs, repro.py, REPORT.md."""
     import numpy as np
@@ -482,6 +516,15 @@ def repro(
     rows = st.findings()
     opts = st.get_meta("options", {})
     st.close()
+    if all_findings or finding is None:
+        if not all_findings:
+            fail("give a finding id (see `ofuzz findings DIR`) or --all")
+        try:
+            specs = resolve(opts.get("engines", []))
+        except EngineError as exc:
+            fail(str(exc))
+        _export_with_progress(campaign_dir, specs, reduce_time or 20.0, None, workers)
+        return
     match = [r for r in rows if finding_id(r["signature"]).startswith(finding) or r["signature"] == finding]
     if len(match) != 1:
         fail(f"finding {finding!r}: {'no match' if not match else f'{len(match)} matches'}; see `ofuzz findings {campaign_dir}`")
@@ -497,7 +540,7 @@ def repro(
         fail(str(exc))
     dest = out or campaign_dir / "repros" / finding_id(f["signature"])
     with console.status("re-running the finding's model"):
-        path = export({s.name: s for s in specs}, f, model_path, inputs, dest)
+        path = export({s.name: s for s in specs}, f, model_path, inputs, dest, reduce_budget=reduce_time or 60.0)
     console.print(f"wrote {path} (REPORT.md, repro.py, model.onnx, inputs.npz, expected.npz, <engine>.outputs.npz)")
     print(path)
 

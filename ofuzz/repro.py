@@ -64,7 +64,7 @@ def differs(got, want):
 
 def main():
     engine = Engine(**FINDING["options"])
-    print("engine:", FINDING["engine"], engine.version())
+    print("engine:", FINDING["repro_engine"], engine.version())
     feeds = dict(np.load(os.path.join(HERE, "inputs.npz")))
     expected = dict(np.load(os.path.join(HERE, "expected.npz")))
     try:
@@ -99,34 +99,42 @@ if __name__ == "__main__":
 
 
 def export(spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_path: Path, inputs: dict[str, np.ndarray], out: Path,
-           reduce_budget: float = 60.0) -> Path:
-    """Rerun the finding's model on its engines, reduce it, and write the repro directory."""
+           reduce_budget: float = 60.0, pool: EnginePool | None = None) -> Path:
+    """Rerun the finding's model on its engines, reduce it, and write the repro directory.
+
+    Pass a started `pool` to reuse its workers across findings: starting the
+    engines (TensorFlow alone takes ~3 s) used to cost more than the reduction.
+    """
     out.mkdir(parents=True, exist_ok=True)
+    if pool is None:
+        try:
+            with EnginePool(list(spec_by_name.values()), out / ".pool") as own:
+                own.start()
+                return export(spec_by_name, finding, model_path, inputs, out, reduce_budget, own)
+        finally:
+            shutil.rmtree(out / ".pool", ignore_errors=True)
     model = onnx.load(str(model_path))
     shutil.copyfile(model_path, out / "original.onnx")
     engine = finding["engine"]
-    specs = list(spec_by_name.values())
     reduction: dict[str, Any] = {"nodes_before": len(model.graph.node), "nodes_after": len(model.graph.node), "seconds": 0.0, "checks": 0}
-    with EnginePool(specs, out / ".pool") as pool:
-        pool.start()
-        judged = judge_model(pool, model, out / "original.onnx", inputs)
-        hit = next((f for f in judged.findings if f.signature == finding["signature"]), None)
-        hit = hit or next((f for f in judged.findings if f.engine == engine and f.status == finding["status"]), None)
-        if reduce_budget > 0 and hit is not None:
-            target = Target.of(hit)
-            start = ((judged.verdict.diverging or {}).get(engine) or {}).get("node")
-            if start is None and hit.op:
-                start = next((n.name for n in model.graph.node if n.op_type == hit.op), None)
-            value_engine = judged.verdict.expected_from if judged.verdict.expected_from and judged.verdict.expected_from != engine else next(
-                (e for e in ("reference", "onnxruntime") if e in pool.names and e != engine), engine)
-            red = reduce_model(pool, model, inputs, target, value_engine, budget=reduce_budget, start_node=start)
-            reduction = {"nodes_before": red.nodes_before, "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2),
-                         "checks": red.checks, "one_minimal": red.one_minimal}
-            model, inputs = red.model, red.inputs
-        onnx.save(model, str(out / "model.onnx"))
-        (out / "inputs.npz").write_bytes(npz_bytes(inputs))
-        judged = judge_model(pool, model, out / "model.onnx", inputs)
-        versions = pool.versions()
+    judged = judge_model(pool, model, out / "original.onnx", inputs)
+    hit = next((f for f in judged.findings if f.signature == finding["signature"]), None)
+    hit = hit or next((f for f in judged.findings if f.engine == engine and f.status == finding["status"]), None)
+    if reduce_budget > 0 and hit is not None:
+        target = Target.of(hit)
+        start = ((judged.verdict.diverging or {}).get(engine) or {}).get("node")
+        if start is None and hit.op:
+            start = next((n.name for n in model.graph.node if n.op_type == hit.op), None)
+        value_engine = judged.verdict.expected_from if judged.verdict.expected_from and judged.verdict.expected_from != engine else next(
+            (e for e in ("reference", "onnxruntime") if e in pool.names and e != engine), engine)
+        red = reduce_model(pool, model, inputs, target, value_engine, budget=reduce_budget, start_node=start)
+        reduction = {"nodes_before": red.nodes_before, "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2),
+                     "checks": red.checks, "one_minimal": red.one_minimal}
+        model, inputs = red.model, red.inputs
+    onnx.save(model, str(out / "model.onnx"))
+    (out / "inputs.npz").write_bytes(npz_bytes(inputs))
+    judged = judge_model(pool, model, out / "model.onnx", inputs)
+    versions = pool.versions()
     v = judged.verdict
     outs: dict[str, dict[str, np.ndarray]] = {}
     for eng, r in v.results.items():
@@ -138,11 +146,12 @@ def export(spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_p
         (out / "expected.npz").write_bytes(npz_bytes(outs[expected_from]))
     else:
         (out / "expected.npz").write_bytes(npz_bytes({}))
-    spec = spec_by_name.get(engine)
+    repro_engine = engine if engine in spec_by_name else split_repro_engine(engine, expected_from, set(outs), spec_by_name)
+    spec = spec_by_name.get(repro_engine or "")
     names = [o.name for o in model.graph.output]
-    status_now = v.results[engine].status if engine in v.results else "?"
+    status_now = v.results[repro_engine].status if repro_engine in v.results else "?"
     info = {
-        "engine": engine, "status": finding["status"], "status_on_rerun": status_now, "signature": finding["signature"],
+        "engine": engine, "repro_engine": repro_engine, "status": finding["status"], "status_on_rerun": status_now, "signature": finding["signature"],
         "op": finding.get("op"), "summary": finding["summary"], "options": spec.options if spec else {},
         "inputs": list(inputs), "outputs": names, "expected_from": expected_from, "versions": versions, "reduction": reduction,
         "reduced_ops": sorted({n.op_type for n in model.graph.node}),
@@ -151,13 +160,19 @@ def export(spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_p
     if spec is not None:
         adapter_file, _, cls = spec.adapter.rpartition(":")
         shutil.copyfile(adapter_file, out / "engine_adapter.py")
-        (out / "repro.py").write_text(REPRO_PY.format(title=finding["summary"][:100].replace('"', "'"), engine=engine, cls=cls,
+        (out / "repro.py").write_text(REPRO_PY.format(title=finding["summary"][:100].replace('"', "'"), engine=repro_engine, cls=cls,
                                                       rel=REL_TOL, bad=MAX_BAD_FRACTION, floor=FLOOR))
     _write_report(out, info, model, inputs, v, spec)
-    shutil.rmtree(out / ".pool", ignore_errors=True)
     info["repro_check"] = check_repro(out, spec)
     (out / "finding.json").write_text(json.dumps(info, indent=1, default=str))
     return out
+
+
+def split_repro_engine(split: str, expected_from: str, ran: set[str], spec_by_name: dict[str, EngineSpec]) -> str | None:
+    """For a no-majority split ("a+b+c"), the engine repro.py runs: the first member that
+    differs from the engine whose outputs are stored as expected (the report says so)."""
+    members = [e for e in split.split("+") if e in spec_by_name and e in ran]
+    return next((e for e in members if e != expected_from), members[0] if members else None)
 
 
 def check_repro(out: Path, spec: EngineSpec | None, timeout: float = 180.0) -> str:
@@ -177,15 +192,18 @@ def check_repro(out: Path, spec: EngineSpec | None, timeout: float = 180.0) -> s
 
 
 def _write_report(out: Path, info: dict[str, Any], model: onnx.ModelProto, inputs: dict[str, np.ndarray], v: Any, spec: EngineSpec | None) -> None:
-    eng = info["engine"]
+    eng = info["repro_engine"] or info["engine"]
     r = v.results.get(eng)
     ops: dict[str, int] = {}
     for n in model.graph.node:
         ops[n.op_type] = ops.get(n.op_type, 0) + 1
     div = (v.diverging or {}).get(eng) or {}
     lines = [
-        f"# {eng}: {info['status']} — {info['summary']}",
+        f"# {info['engine']}: {info['status']} — {info['summary']}",
         "",
+        *([f"No majority: these engines disagree and none can be blamed. `repro.py` runs **{eng}** and compares it with the "
+           f"stored outputs of **{info['expected_from']}**; every engine's outputs are in `<engine>.outputs.npz`.", ""]
+          if info["engine"] != eng else []),
         f"- engine: **{eng}** ({info['versions'].get(eng, '?')})",
         f"- status: {info['status']} (on re-run: {info['status_on_rerun']}); expected outputs from: {info['expected_from']}",
         f"- operator(s): {info.get('op') or '?'}" + (f" — node `{div.get('node')}`, attributes `{json.dumps(div.get('attrs', {}))}`" if div.get("node") else ""),

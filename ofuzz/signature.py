@@ -8,6 +8,7 @@ different models folds into one finding.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -64,3 +65,8 @@ def _last_error_line(tail: str) -> str:
         if re.search(r"error|fail|abort|assert|exception", ln, re.I):
             return ln
     return lines[-1] if lines else ""
+
+
+def finding_id(signature: str) -> str:
+    """A short stable id for a signature: the name of its repro folder and what `ofuzz repro` takes."""
+    return hashlib.sha1(signature.encode()).hexdigest()[:10]

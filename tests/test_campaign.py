@@ -82,8 +82,9 @@ def test_budget_is_a_hard_limit_even_with_a_hanging_engine(tmp_path):
 def test_findings_report_and_testdouble_faults_are_recorded(tmp_path):
     out = tmp_path / "f"
     p = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", "--engines", ENGINES, "--blocks", "5..10", "--models", "60",
-                        "--out", str(out), "--seed", "1", "--reduce-time", "30s"], capture_output=True, text=True, timeout=600)
+                        "--out", str(out), "--seed", "1", "--reduce-time", "1s"], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
+    assert "ofuzz repro --all" in p.stdout + p.stderr  # the 1 s cap leaves findings for a later export and says how to finish
     report = Path(p.stdout.strip().splitlines()[-1])
     assert report.is_file() and "<svg" in report.read_text()
     f = subprocess.run([sys.executable, "-m", "ofuzz.cli", "findings", str(out), "--json"], capture_output=True, text=True)
@@ -95,5 +96,17 @@ def test_findings_report_and_testdouble_faults_are_recorded(tmp_path):
     assert kinds & {"crash", "exception", "timeout", "exit", "oom"}
     # the same root cause in different models folds into one finding with a count
     assert len({r["signature"] for r in rows}) == len(rows)
-    exported = [r for r in rows if r["repro"]]
-    assert exported and all(r["repro"]["repro_check"].startswith("reproduced") for r in exported if r["engine"] == "testdouble")
+    exported_by_campaign = {r["id"] for r in rows if r["repro"]}
+    assert exported_by_campaign and len(exported_by_campaign) < len(rows)
+    # `ofuzz repro --all` finishes the export: every unique finding gets a repro folder, the earlier ones are kept
+    before = {i: (out / "repros" / i / "finding.json").stat().st_mtime_ns for i in exported_by_campaign}
+    a = subprocess.run([sys.executable, "-m", "ofuzz.cli", "repro", "--all", "--campaign", str(out)], capture_output=True, text=True, timeout=900)
+    assert a.returncode == 0, a.stderr[-2000:]
+    rows = json.loads(subprocess.run([sys.executable, "-m", "ofuzz.cli", "findings", str(out), "--json"], capture_output=True, text=True).stdout)
+    assert all(r["repro"] for r in rows), [r["id"] for r in rows if not r["repro"]]
+    assert before == {i: (out / "repros" / i / "finding.json").stat().st_mtime_ns for i in exported_by_campaign}
+    assert all((out / "repros" / r["id"] / n).is_file() for r in rows for n in ("model.onnx", "inputs.npz", "REPORT.md", "repro.py"))
+    double = [r for r in rows if r["engine"] == "testdouble"]
+    assert all(r["repro"]["repro_check"].startswith("reproduced") for r in double), [(r["id"], r["repro"]["repro_check"]) for r in double]
+    again = subprocess.run([sys.executable, "-m", "ofuzz.cli", "repro", "--all", "--campaign", str(out)], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "already have a repro folder" in again.stdout + again.stderr
