@@ -1,8 +1,11 @@
-"""ARM-only findings of a campaign: models where x86 MNN agrees with the reference side and an
-emulated ARM build does not.  Candidates are re-judged with the reference evaluator added (engine
-families vote once), confirmed ones are reduced and exported to DIR/repros-arm/<id>.
+"""ARM-only findings of a campaign run with x86 MNN and emulated ARM builds side by side.
 
-    python scripts/arm_only.py results/arm30 [--limit 40]
+An ARM-only finding is blamed on an `mnn-arm:*` build in a model where x86 MNN passed (agreed with the
+majority, which holds onnxruntime and/or the reference). They are read from the campaign's store; each
+one's first model is re-run RERUNS times to tell deterministic ARM kernel bugs from flaky results, then
+reduced and exported to DIR/repros-arm/<id> (x86 MNN's status on the reduced model is checked again).
+
+    python scripts/arm_only.py results/arm30c [--reruns 3] [--reduce-time 30]
 """
 from __future__ import annotations
 
@@ -10,62 +13,84 @@ import argparse
 import collections
 import json
 import sqlite3
+import statistics
+import time
 from pathlib import Path
 
 import numpy as np
 import onnx
 
-from ofuzz.campaign import finding_id
 from ofuzz.engines.registry import resolve
 from ofuzz.judging import judge_model
 from ofuzz.repro import export
 from ofuzz.runner import EnginePool
+from ofuzz.signature import finding_id
 
-ARM = ("mnn-arm:n1", "mnn-arm:a53", "mnn-arm:max", "mnn-arm:n1-fp16")
+
+def candidates(db: sqlite3.Connection) -> dict[str, list[tuple[int, str]]]:
+    """signature -> [(model idx, model id)] for ARM-blamed findings in models where x86 MNN passed."""
+    rows = db.execute(
+        "SELECT o.signature, o.idx, m.id FROM occurrences o JOIN engine_runs r ON r.idx = o.idx AND r.engine = 'mnn' "
+        "JOIN models m ON m.idx = o.idx JOIN findings f ON f.signature = o.signature "
+        "WHERE o.engine LIKE 'mnn-arm%' AND r.status = 'DCP' AND f.blamed = 1 ORDER BY o.idx")
+    out: dict[str, list[tuple[int, str]]] = collections.defaultdict(list)
+    for sig, idx, mid in rows:
+        out[sig].append((idx, mid))
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("campaign", type=Path)
-    ap.add_argument("--limit", type=int, default=40)
+    ap.add_argument("--reruns", type=int, default=3)
+    ap.add_argument("--reduce-time", type=float, default=30.0)
     a = ap.parse_args()
     db = sqlite3.connect(str(a.campaign / "campaign.sqlite"))
-    per: dict[int, dict[str, str]] = collections.defaultdict(dict)
-    for idx, eng, st in db.execute("SELECT idx, engine, status FROM engine_runs"):
-        per[idx][eng] = st
-    ids = dict(db.execute("SELECT idx, id FROM models"))
-    arms = sorted({e for d in per.values() for e in d if e in ARM})
-    cands = [i for i, d in sorted(per.items()) if any(d.get(x) != "DCP" for x in arms)
-             and not (d.get("mnn") != "DCP" and all(d.get(x) == d.get("mnn") for x in arms))]
-    print(f"{len(per)} judged models; {len(cands)} where an ARM build's status differs from x86 MNN's or x86 MNN passed")
-    specs = resolve(["onnxruntime", "reference", "mnn", *arms])
-    found: dict[str, dict] = {}
+    engines = json.loads(dict(db.execute("SELECT key, value FROM meta"))["options"])["engines"]
+    cands = candidates(db)
+    findings = {sig: dict(zip(("engine", "status", "op", "summary"), row)) for sig, *row in
+                db.execute("SELECT signature, engine, status, op, summary FROM findings")}
+    n_models = db.execute("SELECT COUNT(*) FROM engine_runs WHERE engine = 'mnn'").fetchone()[0]
+    print(f"{n_models} judged models; {len(cands)} ARM-blamed signatures in models where x86 MNN passed "
+          f"({sum(len(v) for v in cands.values())} occurrences)")
+    specs = resolve(engines)
+    by_name = {s.name: s for s in specs}
+    summary = []
     with EnginePool(specs, a.campaign / "work" / "arm-only") as pool:
         pool.start()
-        for i in cands[: a.limit]:
-            path = a.campaign / "models" / f"{ids[i]}.onnx"
-            if not path.is_file():
-                continue
-            with np.load(a.campaign / "models" / f"{ids[i]}.inputs.npz") as z:
+        for sig, models in sorted(cands.items(), key=lambda kv: (findings[kv[0]]["engine"], kv[0])):
+            f = {"signature": sig, **findings[sig]}
+            idx, mid = models[0]
+            path = a.campaign / "models" / f"{mid}.onnx"
+            with np.load(a.campaign / "models" / f"{mid}.inputs.npz") as z:
                 feeds = {k: z[k] for k in z.files}
-            j = judge_model(pool, onnx.load(str(path)), path, feeds)
-            res = j.verdict.results
-            if res.get("mnn") and res["mnn"].status != "DCP":
-                continue
-            for f in j.findings:
-                if f.engine in arms and f.blamed:
-                    found.setdefault(f.signature, {"finding": f, "model": path, "feeds": feeds, "models": []})["models"].append(ids[i])
-    print(f"\n{len(found)} unique ARM-only findings (x86 MNN agrees with onnxruntime/reference, the ARM build does not):")
-    by_name = {s.name: s for s in specs}
-    for sig, d in found.items():
-        f = d["finding"]
-        dest = a.campaign / "repros-arm" / finding_id(sig)
-        export(by_name, {"engine": f.engine, "status": f.status, "signature": sig, "op": f.op, "summary": f.summary},
-               d["model"], d["feeds"], dest, reduce_budget=30)
-        info = json.loads((dest / "finding.json").read_text())
-        red = info["reduction"]
-        print(f"  {finding_id(sig)}  {f.engine:12s} {f.status} op={f.op}  in {len(d['models'])} model(s), e.g. {d['models'][0]}; "
-              f"reduced {red['nodes_before']}→{red['nodes_after']} nodes; repro: {info['repro_check']}\n      {f.summary[:160]}\n      {dest}")
+            model = onnx.load(str(path))
+            again = 0
+            for _ in range(a.reruns):
+                j = judge_model(pool, model, path, feeds, do_localise=f["status"] == "DCF")
+                again += any(x.signature == sig for x in j.findings)
+            dest = a.campaign / "repros-arm" / finding_id(sig)
+            t0 = time.monotonic()
+            export(by_name, f, path, feeds, dest, reduce_budget=a.reduce_time if again else 0, pool=pool)
+            info = json.loads((dest / "finding.json").read_text())
+            reduced = onnx.load(str(dest / "model.onnx"))
+            x86 = judge_model(pool, reduced, dest / "model.onnx", dict(np.load(dest / "inputs.npz")), do_localise=False).verdict.results.get("mnn")
+            row = {"id": finding_id(sig), "engine": f["engine"], "status": f["status"], "op": f["op"], "models": len(models),
+                   "first_model": mid, "reruns_reproduced": f"{again}/{a.reruns}", "nodes_before": info["reduction"]["nodes_before"],
+                   "nodes_after": info["reduction"]["nodes_after"], "reduced_ops": info["reduced_ops"],
+                   "x86_mnn_on_reduced": x86.status if x86 else "?", "repro_check": info.get("repro_check"),
+                   "seconds": round(time.monotonic() - t0, 1), "summary": f["summary"], "dir": str(dest)}
+            summary.append(row)
+            print(f"  {row['id']}  {f['engine']:12s} {f['status']} op={f['op']}  {len(models)} model(s), e.g. {mid}; reruns "
+                  f"{row['reruns_reproduced']}; reduced {row['nodes_before']}→{row['nodes_after']} ({'+'.join(row['reduced_ops'])}); "
+                  f"x86 MNN on reduced: {row['x86_mnn_on_reduced']}; repro.py: {row['repro_check']}\n      {f['summary'][:150]}",
+                  flush=True)
+    (a.campaign / "arm_only.json").write_text(json.dumps(summary, indent=1))
+    det = [r for r in summary if r["reruns_reproduced"] == f"{a.reruns}/{a.reruns}"]
+    only = [r for r in det if r["x86_mnn_on_reduced"] == "DCP" and str(r["repro_check"]).startswith("reproduced")]
+    print(f"\n{len(summary)} ARM-only signatures; {len(det)} reproduce on every re-run; {len(only)} stay ARM-only after reduction "
+          f"with a repro.py that reproduces; nodes after reduction median "
+          f"{statistics.median([r['nodes_after'] for r in summary]) if summary else 0}; written to {a.campaign}/arm_only.json")
 
 
 if __name__ == "__main__":
