@@ -21,6 +21,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from ofuzz import onnx_guard
 from ofuzz.judging import Finding, judge_model
 from ofuzz.localise import expose_intermediates
 from ofuzz.runner import EnginePool
@@ -183,7 +184,7 @@ def reduce_model(
             keep = [a for a in node.attribute if a.name != attr]
             del node.attribute[:]
             node.attribute.extend(keep)
-            if _valid(cand) and check(cand, cur_feeds):
+            if onnx_guard.valid(cand) and check(cand, cur_feeds):
                 cur_model = cand
                 log.append(f"dropped attribute {attr} of {node.name}")
     # 5. shrink tensor shapes: halve a dim of every input that has it (together, so broadcasts
@@ -209,14 +210,6 @@ def reduce_model(
                    one_min and time.perf_counter() - t0 <= budget, log)
 
 
-def _valid(m: onnx.ModelProto) -> bool:
-    try:
-        onnx.checker.check_model(m, full_check=True)
-        return True
-    except Exception:
-        return False
-
-
 def _retyped(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> onnx.ModelProto | None:
     """The model with new input shapes; output shapes re-inferred (None when they do not fit)."""
     m = onnx.ModelProto()
@@ -229,15 +222,14 @@ def _retyped(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> onnx.Model
     for vo in m.graph.output:
         vo.type.tensor_type.ClearField("shape")
     del m.graph.value_info[:]
-    try:
-        inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True)
-    except Exception:
+    inferred = onnx_guard.inferred(m, strict=True)  # out of process: onnx can abort on such candidates
+    if inferred is None:
         return None
     for vo in inferred.graph.output:
         dims = vo.type.tensor_type.shape.dim
         if not vo.type.tensor_type.HasField("shape") or any(not d.HasField("dim_value") or d.dim_value < 1 for d in dims):
             return None
     del inferred.graph.value_info[:]
-    return inferred if _valid(inferred) else None
+    return inferred if onnx_guard.valid(inferred) else None
 
 

@@ -5,7 +5,7 @@ majority, which holds onnxruntime and/or the reference). They are read from the 
 one's first model is re-run RERUNS times to tell deterministic ARM kernel bugs from flaky results, then
 reduced and exported to DIR/repros-arm/<id> (x86 MNN's status on the reduced model is checked again).
 
-    python scripts/arm_only.py results/arm30c [--reruns 3] [--reduce-time 30]
+    python scripts/arm_only.py results/arm30c [--reruns 3] [--reduce-time 30] [--workers 2]
 """
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import collections
 import json
 import sqlite3
 import statistics
+import threading
 import time
 from pathlib import Path
+from queue import Empty, Queue
 
 import numpy as np
 import onnx
@@ -44,6 +46,8 @@ def main() -> None:
     ap.add_argument("campaign", type=Path)
     ap.add_argument("--reruns", type=int, default=3)
     ap.add_argument("--reduce-time", type=float, default=30.0)
+    ap.add_argument("--workers", type=int, default=2, help="parallel engine pools")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N signatures (0 = all)")
     a = ap.parse_args()
     db = sqlite3.connect(str(a.campaign / "campaign.sqlite"))
     engines = json.loads(dict(db.execute("SELECT key, value FROM meta"))["options"])["engines"]
@@ -55,36 +59,60 @@ def main() -> None:
           f"({sum(len(v) for v in cands.values())} occurrences)")
     specs = resolve(engines)
     by_name = {s.name: s for s in specs}
-    summary = []
-    with EnginePool(specs, a.campaign / "work" / "arm-only") as pool:
-        pool.start()
-        for sig, models in sorted(cands.items(), key=lambda kv: (findings[kv[0]]["engine"], kv[0])):
-            f = {"signature": sig, **findings[sig]}
-            idx, mid = models[0]
-            path = a.campaign / "models" / f"{mid}.onnx"
-            with np.load(a.campaign / "models" / f"{mid}.inputs.npz") as z:
-                feeds = {k: z[k] for k in z.files}
-            model = onnx.load(str(path))
-            again = 0
-            for _ in range(a.reruns):
-                j = judge_model(pool, model, path, feeds, do_localise=f["status"] == "DCF")
-                again += any(x.signature == sig for x in j.findings)
-            dest = a.campaign / "repros-arm" / finding_id(sig)
-            t0 = time.monotonic()
-            export(by_name, f, path, feeds, dest, reduce_budget=a.reduce_time if again else 0, pool=pool)
-            info = json.loads((dest / "finding.json").read_text())
-            reduced = onnx.load(str(dest / "model.onnx"))
-            x86 = judge_model(pool, reduced, dest / "model.onnx", dict(np.load(dest / "inputs.npz")), do_localise=False).verdict.results.get("mnn")
-            row = {"id": finding_id(sig), "engine": f["engine"], "status": f["status"], "op": f["op"], "models": len(models),
-                   "first_model": mid, "reruns_reproduced": f"{again}/{a.reruns}", "nodes_before": info["reduction"]["nodes_before"],
-                   "nodes_after": info["reduction"]["nodes_after"], "reduced_ops": info["reduced_ops"],
-                   "x86_mnn_on_reduced": x86.status if x86 else "?", "repro_check": info.get("repro_check"),
-                   "seconds": round(time.monotonic() - t0, 1), "summary": f["summary"], "dir": str(dest)}
-            summary.append(row)
-            print(f"  {row['id']}  {f['engine']:12s} {f['status']} op={f['op']}  {len(models)} model(s), e.g. {mid}; reruns "
-                  f"{row['reruns_reproduced']}; reduced {row['nodes_before']}→{row['nodes_after']} ({'+'.join(row['reduced_ops'])}); "
-                  f"x86 MNN on reduced: {row['x86_mnn_on_reduced']}; repro.py: {row['repro_check']}\n      {f['summary'][:150]}",
-                  flush=True)
+    summary: list[dict] = []
+    todo: Queue[tuple[str, list[tuple[int, str]]]] = Queue()
+    items = sorted(cands.items(), key=lambda kv: (findings[kv[0]]["engine"], kv[0]))
+    for item in items[: a.limit or None]:
+        todo.put(item)
+
+    def one(pool: EnginePool, sig: str, models: list[tuple[int, str]]) -> dict:
+        f = {"signature": sig, **findings[sig]}
+        idx, mid = models[0]
+        path = a.campaign / "models" / f"{mid}.onnx"
+        with np.load(a.campaign / "models" / f"{mid}.inputs.npz") as z:
+            feeds = {k: z[k] for k in z.files}
+        model = onnx.load(str(path))
+        again = 0
+        for _ in range(a.reruns):
+            j = judge_model(pool, model, path, feeds, do_localise=f["status"] == "DCF")
+            again += any(x.signature == sig for x in j.findings)
+        dest = a.campaign / "repros-arm" / finding_id(sig)
+        t0 = time.monotonic()
+        export(by_name, f, path, feeds, dest, reduce_budget=a.reduce_time if again else 0, pool=pool)
+        info = json.loads((dest / "finding.json").read_text())
+        reduced = onnx.load(str(dest / "model.onnx"))
+        with np.load(dest / "inputs.npz") as z:
+            rfeeds = {k: z[k] for k in z.files}
+        x86 = judge_model(pool, reduced, dest / "model.onnx", rfeeds, do_localise=False).verdict.results.get("mnn")
+        row = {"id": finding_id(sig), "engine": f["engine"], "status": f["status"], "op": f["op"], "models": len(models),
+               "first_model": mid, "reruns_reproduced": f"{again}/{a.reruns}", "nodes_before": info["reduction"]["nodes_before"],
+               "nodes_after": info["reduction"]["nodes_after"], "reduced_ops": info["reduced_ops"],
+               "x86_mnn_on_reduced": x86.status if x86 else "?", "repro_check": info.get("repro_check"),
+               "seconds": round(time.monotonic() - t0, 1), "summary": f["summary"], "dir": str(dest)}
+        print(f"  {row['id']}  {f['engine']:12s} {f['status']} op={f['op']}  {len(models)} model(s), e.g. {mid}; reruns "
+              f"{row['reruns_reproduced']}; reduced {row['nodes_before']}→{row['nodes_after']} ({'+'.join(row['reduced_ops'])}); "
+              f"x86 MNN on reduced: {row['x86_mnn_on_reduced']}; repro.py: {row['repro_check']}\n      {f['summary'][:150]}",
+              flush=True)
+        return row
+
+    def worker(i: int) -> None:
+        with EnginePool(specs, a.campaign / "work" / f"arm-only{i}") as pool:
+            pool.start()
+            while True:
+                try:
+                    sig, models = todo.get_nowait()
+                except Empty:
+                    return
+                try:
+                    summary.append(one(pool, sig, models))
+                except Exception as exc:  # report and go on with the others
+                    print(f"  {finding_id(sig)} failed: {type(exc).__name__}: {exc}", flush=True)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(max(1, a.workers))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     (a.campaign / "arm_only.json").write_text(json.dumps(summary, indent=1))
     det = [r for r in summary if r["reruns_reproduced"] == f"{a.reruns}/{a.reruns}"]
     only = [r for r in det if r["x86_mnn_on_reduced"] == "DCP" and str(r["repro_check"]).startswith("reproduced")]

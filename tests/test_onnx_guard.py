@@ -1,0 +1,45 @@
+"""onnx's checker/shape inference run out of process: a C++ abort inside onnx must not kill ofuzz."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+
+from ofuzz import onnx_guard
+
+ABORTS = Path(__file__).parent / "data" / "onnx_checker_abort.onnx"  # a reduction candidate (attributes dropped)
+
+
+def small() -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_the_fixture_really_aborts_onnx_in_process():
+    code = f"import onnx; onnx.checker.check_model(onnx.load({str(ABORTS)!r}), full_check=True)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode < 0 or "Assertion" in r.stderr, (r.returncode, r.stderr[-500:])
+
+
+def test_guard_survives_the_abort_and_keeps_answering():
+    before = onnx_guard.GUARD.crashes
+    assert onnx_guard.valid(onnx.load(str(ABORTS))) is False
+    assert onnx_guard.GUARD.crashes == before + 1
+    inferred = onnx_guard.inferred(small(), strict=True)
+    assert inferred is not None
+    assert [d.dim_value for d in inferred.graph.output[0].type.tensor_type.shape.dim] == [2, 3]
+    assert onnx_guard.valid(small())
+
+
+def test_guard_rejects_an_invalid_model_without_a_crash():
+    m = small()
+    m.graph.output[0].type.tensor_type.shape.dim[1].dim_value = 4  # declared [2, 4], inferred [2, 3]
+    before = onnx_guard.GUARD.crashes
+    assert onnx_guard.valid(m) is False
+    assert onnx_guard.inferred(m, strict=True) is None
+    assert onnx_guard.GUARD.crashes == before
