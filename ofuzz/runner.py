@@ -61,8 +61,19 @@ class EnginePool:
     def _one(self, w: Worker, model: Path, inputs_npz: Path, in_names: list[str], out_names: list[str]) -> tuple[Outcome, Outcome | None]:
         prep = w.prepare(model, in_names, out_names, self.timeout)
         if not prep.ok:
+            self._recycle_if_tainted(w, prep)
             return prep, None
-        return prep, w.run(inputs_npz, self.timeout)
+        run = w.run(inputs_npz, self.timeout)
+        self._recycle_if_tainted(w, run)
+        return prep, run
+
+    @staticmethod
+    def _recycle_if_tainted(w: Worker, o: Outcome) -> None:
+        """Replace a worker whose native engine raised: its process may be corrupted (seen with MNN:
+        after one bad model every later prepare failed with `TypeError: code expected at least 16
+        arguments`). Crashes and timeouts restart the worker anyway; clean errors keep it."""
+        if w.spec.fresh_after_error and o.kind in ("exception", "oom") and o.etype not in w.spec.clean_errors:
+            w.close()  # the next prepare starts a fresh one
 
     def execute(self, model_path: Path, inputs: dict[str, np.ndarray], out_names: list[str], engines: list[str] | None = None) -> dict[str, tuple[Outcome, Outcome | None]]:
         engines = engines or self.names

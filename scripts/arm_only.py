@@ -84,14 +84,15 @@ def main() -> None:
         with np.load(dest / "inputs.npz") as z:
             rfeeds = {k: z[k] for k in z.files}
         x86 = judge_model(pool, reduced, dest / "model.onnx", rfeeds, do_localise=False).verdict.results.get("mnn")
+        x86_detail = x86.outcome.summary() if x86 is not None and x86.outcome is not None and x86.status in ("MCF", "IF") else ""
         row = {"id": finding_id(sig), "engine": f["engine"], "status": f["status"], "op": f["op"], "models": len(models),
                "first_model": mid, "reruns_reproduced": f"{again}/{a.reruns}", "nodes_before": info["reduction"]["nodes_before"],
                "nodes_after": info["reduction"]["nodes_after"], "reduced_ops": info["reduced_ops"],
-               "x86_mnn_on_reduced": x86.status if x86 else "?", "repro_check": info.get("repro_check"),
+               "x86_mnn_on_reduced": x86.status if x86 else "?", "x86_mnn_detail": x86_detail, "repro_check": info.get("repro_check"),
                "seconds": round(time.monotonic() - t0, 1), "summary": f["summary"], "dir": str(dest)}
         print(f"  {row['id']}  {f['engine']:12s} {f['status']} op={f['op']}  {len(models)} model(s), e.g. {mid}; reruns "
               f"{row['reruns_reproduced']}; reduced {row['nodes_before']}→{row['nodes_after']} ({'+'.join(row['reduced_ops'])}); "
-              f"x86 MNN on reduced: {row['x86_mnn_on_reduced']}; repro.py: {row['repro_check']}\n      {f['summary'][:150]}",
+              f"x86 MNN on reduced: {row['x86_mnn_on_reduced']} {x86_detail[:80]}; repro.py: {row['repro_check']}\n      {f['summary'][:150]}",
               flush=True)
         return row
 

@@ -90,3 +90,29 @@ def test_crash_in_a_pool_is_a_finding_not_a_fuzzer_crash(tmp_path):
         path2 = chain_model(tmp_path / "ok.onnx", ["Relu", "Abs"])
         j2 = judge_model(pool, onnx.load(str(path2)), path2, inputs_for((1, 3, 4, 5)))
         assert all(r.status == "DCP" for r in j2.verdict.results.values())
+
+
+@pytest.mark.parametrize("fresh, clean, restarted", [(False, (), False), (True, (), True), (True, ("RuntimeError",), False)])
+def test_a_tainted_native_worker_is_replaced_after_an_error(tmp_path, fresh, clean, restarted):
+    """Engines flagged fresh_after_error (MNN) get a new worker after an in-process error, unless the error is a clean one."""
+    import dataclasses
+
+    spec = dataclasses.replace(resolve(["testdouble"])[0], fresh_after_error=fresh, clean_errors=clean)
+    with EnginePool([spec], tmp_path / "pool") as pool:
+        pool.start()
+        w = pool.workers["testdouble"]
+        pid = w.proc.pid
+        raising = single_op_model(tmp_path / "sin.onnx", "Sin")  # run:raise → RuntimeError inside the worker
+        (prep, run), = pool.execute(raising, inputs_for(), ["y"]).values()
+        assert prep.ok and run.kind == "exception" and run.etype == "RuntimeError"
+        (prep, run), = pool.execute(single_op_model(tmp_path / "relu.onnx", "Relu"), inputs_for(), ["y"]).values()
+        assert prep.ok and run.ok
+        assert (w.proc.pid != pid) == restarted and w.restarts == int(restarted)
+
+
+def test_mnn_engines_are_flagged_fresh_after_error():
+    from ofuzz.engines.registry import builtin_engines
+
+    specs = builtin_engines()
+    for name in ("mnn", "mnn-arm:n1", "mnn-arm:a53"):
+        assert specs[name].fresh_after_error and "ConversionError" in specs[name].clean_errors

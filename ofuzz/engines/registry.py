@@ -39,6 +39,10 @@ class EngineSpec:
     env_vars: dict[str, str] = field(default_factory=dict)
     doc: str = ""
     env_kind: str = "venv"  # "venv" (pip into a virtualenv) or "arm64" (emulated aarch64 rootfs)
+    # Native engines can corrupt their own worker (heap damage shows up later as nonsense errors on
+    # healthy models), so such a worker is replaced after any failure except these clean ones.
+    fresh_after_error: bool = False
+    clean_errors: tuple[str, ...] = ()
 
     @property
     def env_id(self) -> str:
@@ -71,6 +75,7 @@ def _spec_from(raw: dict[str, Any], base: Path, src: str) -> EngineSpec:
         startup_timeout=float(raw.get("startup_timeout", 180)), install=str(raw.get("install", "")),
         default=name in DEFAULT_ENGINES, env_vars={k: str(v) for k, v in (raw.get("env_vars") or {}).items()},
         doc=str(raw.get("doc", "")), env_kind=str(raw.get("env_kind", "venv")),
+        fresh_after_error=bool(raw.get("fresh_after_error", False)), clean_errors=tuple(str(e) for e in raw.get("clean_errors") or ()),
     )
 
 
