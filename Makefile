@@ -25,7 +25,7 @@ test-all: setup
 	$(PY) -m pytest -q -m "slow or not slow"
 
 campaign: engines
-	$(VENV)/bin/ofuzz campaign --budget 5m
+	$(VENV)/bin/ofuzz campaign --budget 5m --reduce-time 5m
 
 bench: setup
 	$(PY) scripts/bench_generate.py
