@@ -419,7 +419,7 @@ def _export_with_progress(out: Path, specs: list, per_finding: float, cap: float
                   TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task("export", total=len(todo), failed=0)
         n = export_findings(out, specs, per_finding, cap, echo=lambda m: bar.console.print(m, soft_wrap=True), workers=workers,
-                            on_progress=lambda p: bar.update(task, completed=p.done + p.failed, failed=p.failed))
+                            on_progress=lambda p: bar.update(task, completed=p.done + p.failed, failed=p.failed), todo=todo)
     console.print(f"exported {n} repro folders under {out}/repros/ ({done_before} were already there)")
 
 
@@ -503,10 +503,9 @@ def repro(
     reduce_time: Optional[float] = typer.Option(None, help="Reduction budget per finding in seconds (default 60, with --all 20)."),
 ) -> None:
     """Export a finding: model, inputs, expected and actual outputs, repro.py, REPORT.md."""
-    import numpy as np
-
     from ofuzz.campaign import finding_id
     from ofuzz.engines.registry import EngineError, resolve
+    from ofuzz.generate import load_npz
     from ofuzz.repro import export
     from ofuzz.store import Store
 
@@ -516,13 +515,13 @@ def repro(
     rows = st.findings()
     opts = st.get_meta("options", {})
     st.close()
-    if all_findings or finding is None:
-        if not all_findings:
-            fail("give a finding id (see `ofuzz findings DIR`) or --all")
-        try:
-            specs = resolve(opts.get("engines", []))
-        except EngineError as exc:
-            fail(str(exc))
+    if finding is None and not all_findings:
+        fail("give a finding id (see `ofuzz findings DIR`) or --all")
+    try:
+        specs = resolve(opts.get("engines", []))
+    except EngineError as exc:
+        fail(str(exc))
+    if all_findings:
         _export_with_progress(campaign_dir, specs, reduce_time or 20.0, None, workers)
         return
     match = [r for r in rows if finding_id(r["signature"]).startswith(finding) or r["signature"] == finding]
@@ -532,12 +531,7 @@ def repro(
     model_path = campaign_dir / "models" / f"{f['first_model']}.onnx"
     if not model_path.is_file():
         fail(f"{model_path}: the finding's model file is missing")
-    with np.load(campaign_dir / "models" / f"{f['first_model']}.inputs.npz") as z:
-        inputs = {k: z[k] for k in z.files}
-    try:
-        specs = resolve(opts.get("engines", []))
-    except EngineError as exc:
-        fail(str(exc))
+    inputs = load_npz(campaign_dir / "models" / f"{f['first_model']}.inputs.npz")
     dest = out or campaign_dir / "repros" / finding_id(f["signature"])
     with console.status("re-running the finding's model"):
         path = export({s.name: s for s in specs}, f, model_path, inputs, dest, reduce_budget=reduce_time or 60.0)

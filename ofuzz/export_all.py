@@ -13,14 +13,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from queue import Empty, Queue
 from typing import Any, Callable
 
-import numpy as np
-
 from ofuzz.engines.registry import EngineSpec
+from ofuzz.generate import load_npz
 from ofuzz.repro import export
-from ofuzz.runner import EnginePool
+from ofuzz.runner import EnginePool, for_each_in_pools
 from ofuzz.signature import finding_id
 from ofuzz.store import Store
 
@@ -51,54 +49,43 @@ def pending_findings(campaign_dir: Path, engines: set[str]) -> tuple[list[dict[s
 
 def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: float, total: float | None = None,
                     echo: Callable[[str], None] = print, workers: int = 0,
-                    on_progress: Callable[[ExportProgress], None] | None = None) -> int:
-    """Export every pending finding; stop taking new ones after `total` seconds (None = no cap). Returns how many were written."""
-    todo, already = pending_findings(campaign_dir, {s.name for s in specs})
+                    on_progress: Callable[[ExportProgress], None] | None = None,
+                    todo: list[dict[str, Any]] | None = None) -> int:
+    """Export every pending finding (or `todo`, from pending_findings); stop taking new ones after
+    `total` seconds (None = no cap). Returns how many were written."""
+    already = 0
+    if todo is None:
+        todo, already = pending_findings(campaign_dir, {s.name for s in specs})
     prog = ExportProgress(total=len(todo), skipped=already)
     if not todo:
         return 0
-    queue: Queue[dict[str, Any]] = Queue()
-    for f in todo:
-        queue.put(f)
     by_name = {s.name: s for s in specs}
-    W = max(1, min(workers or (os.cpu_count() or 2), len(todo)))
     t0 = time.monotonic()
     lock = threading.Lock()
     capped = threading.Event()
 
-    def one_pool(i: int) -> None:
-        with EnginePool(specs, campaign_dir / "work" / f"export{i}") as pool:
-            pool.start()
-            while True:
-                if total is not None and time.monotonic() - t0 > total:
-                    capped.set()
-                    return
-                try:
-                    f = queue.get_nowait()
-                except Empty:
-                    return
-                fid = finding_id(f["signature"])
-                models = campaign_dir / "models"
-                try:
-                    with np.load(models / f"{f['first_model']}.inputs.npz") as z:
-                        inputs = {k: z[k] for k in z.files}
-                    export(by_name, f, models / f"{f['first_model']}.onnx", inputs, campaign_dir / "repros" / fid,
-                           reduce_budget=per_finding, pool=pool)
-                    with lock:
-                        prog.done += 1
-                except Exception as exc:  # one broken export must not stop the others
-                    with lock:
-                        prog.failed += 1
-                        prog.errors.append(f"{fid}: {type(exc).__name__}: {exc}")
-                    echo(f"repro export of {fid} failed: {type(exc).__name__}: {exc}")
-                if on_progress is not None:
-                    on_progress(prog)
+    def over_time() -> bool:
+        if total is not None and time.monotonic() - t0 > total:
+            capped.set()
+        return capped.is_set()
 
-    threads = [threading.Thread(target=one_pool, args=(i,), name=f"export{i}", daemon=True) for i in range(W)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    def one(pool: EnginePool, f: dict[str, Any]) -> None:
+        fid = finding_id(f["signature"])
+        models = campaign_dir / "models"
+        try:
+            export(by_name, f, models / f"{f['first_model']}.onnx", load_npz(models / f"{f['first_model']}.inputs.npz"),
+                   campaign_dir / "repros" / fid, reduce_budget=per_finding, pool=pool)
+            with lock:
+                prog.done += 1
+        except Exception as exc:  # one broken export must not stop the others
+            with lock:
+                prog.failed += 1
+                prog.errors.append(f"{fid}: {type(exc).__name__}: {exc}")
+            echo(f"repro export of {fid} failed: {type(exc).__name__}: {exc}")
+        if on_progress is not None:
+            on_progress(prog)
+
+    for_each_in_pools(specs, campaign_dir / "work" / "export", todo, one, workers or (os.cpu_count() or 2), stop=over_time)
     if capped.is_set():
         left = prog.total - prog.done - prog.failed
         echo(f"repro export stopped at its time cap ({total:.0f}s) with {left} findings left; "

@@ -64,6 +64,12 @@ class GeneratedModel:
         return path
 
 
+def load_npz(path: Path) -> dict[str, np.ndarray]:
+    """All arrays of an .npz, read now (the file is closed on return)."""
+    with np.load(path) as z:
+        return {k: z[k] for k in z.files}
+
+
 def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     """An .npz with fixed zip timestamps, so equal inputs give equal bytes."""
     buf = io.BytesIO()

@@ -108,9 +108,10 @@ def valid(model: onnx.ModelProto) -> bool:
     return GUARD.run(model, CHECK) is not None
 
 
-def inferred(model: onnx.ModelProto, strict: bool = False) -> onnx.ModelProto | None:
-    """onnx shape inference out of process; None when it fails or crashes."""
-    return GUARD.run(model, INFER | (STRICT if strict else 0))
+def inferred(model: onnx.ModelProto, strict: bool = False, check: bool = False) -> onnx.ModelProto | None:
+    """onnx shape inference (and, with `check`, the full checker) out of process, in one round
+    trip; None when it fails or crashes."""
+    return GUARD.run(model, INFER | (STRICT if strict else 0) | (CHECK if check else 0))
 
 
 if __name__ == "__main__":

@@ -222,7 +222,7 @@ def _retyped(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> onnx.Model
     for vo in m.graph.output:
         vo.type.tensor_type.ClearField("shape")
     del m.graph.value_info[:]
-    inferred = onnx_guard.inferred(m, strict=True)  # out of process: onnx can abort on such candidates
+    inferred = onnx_guard.inferred(m, strict=True, check=True)  # out of process: onnx can abort on such candidates
     if inferred is None:
         return None
     for vo in inferred.graph.output:
@@ -230,6 +230,6 @@ def _retyped(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> onnx.Model
         if not vo.type.tensor_type.HasField("shape") or any(not d.HasField("dim_value") or d.dim_value < 1 for d in dims):
             return None
     del inferred.graph.value_info[:]
-    return inferred if onnx_guard.valid(inferred) else None
+    return inferred
 
 

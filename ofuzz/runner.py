@@ -9,8 +9,9 @@ import shutil
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from queue import Empty, Queue
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import onnx
@@ -101,6 +102,35 @@ class EnginePool:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+T = TypeVar("T")
+
+
+def for_each_in_pools(specs: list[EngineSpec], workdir: Path, items: list[T], fn: Callable[[EnginePool, T], None],
+                      workers: int, stop: Callable[[], bool] = lambda: False) -> None:
+    """Call fn(pool, item) for every item from W threads, each owning one long-lived started pool,
+    so engine start-up is paid W times, not once per item. fn handles its own errors; once
+    `stop()` is true no new item is taken."""
+    queue: Queue[T] = Queue()
+    for item in items:
+        queue.put(item)
+
+    def one_pool(i: int) -> None:
+        with EnginePool(specs, workdir / f"pool{i}") as pool:
+            pool.start()
+            while not stop():
+                try:
+                    item = queue.get_nowait()
+                except Empty:
+                    return
+                fn(pool, item)
+
+    threads = [threading.Thread(target=one_pool, args=(i,), daemon=True) for i in range(max(1, min(workers, len(items))))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def output_names(model: onnx.ModelProto) -> list[str]:

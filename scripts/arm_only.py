@@ -14,18 +14,16 @@ import collections
 import json
 import sqlite3
 import statistics
-import threading
 import time
 from pathlib import Path
-from queue import Empty, Queue
 
-import numpy as np
 import onnx
 
 from ofuzz.engines.registry import resolve
+from ofuzz.generate import load_npz
 from ofuzz.judging import judge_model
 from ofuzz.repro import export
-from ofuzz.runner import EnginePool
+from ofuzz.runner import EnginePool, for_each_in_pools
 from ofuzz.signature import finding_id
 
 
@@ -60,17 +58,13 @@ def main() -> None:
     specs = resolve(engines)
     by_name = {s.name: s for s in specs}
     summary: list[dict] = []
-    todo: Queue[tuple[str, list[tuple[int, str]]]] = Queue()
-    items = sorted(cands.items(), key=lambda kv: (findings[kv[0]]["engine"], kv[0]))
-    for item in items[: a.limit or None]:
-        todo.put(item)
+    items = sorted(cands.items(), key=lambda kv: (findings[kv[0]]["engine"], kv[0]))[: a.limit or None]
 
     def one(pool: EnginePool, sig: str, models: list[tuple[int, str]]) -> dict:
         f = {"signature": sig, **findings[sig]}
         idx, mid = models[0]
         path = a.campaign / "models" / f"{mid}.onnx"
-        with np.load(a.campaign / "models" / f"{mid}.inputs.npz") as z:
-            feeds = {k: z[k] for k in z.files}
+        feeds = load_npz(a.campaign / "models" / f"{mid}.inputs.npz")
         model = onnx.load(str(path))
         again = 0
         for _ in range(a.reruns):
@@ -81,9 +75,7 @@ def main() -> None:
         export(by_name, f, path, feeds, dest, reduce_budget=a.reduce_time if again else 0, pool=pool)
         info = json.loads((dest / "finding.json").read_text())
         reduced = onnx.load(str(dest / "model.onnx"))
-        with np.load(dest / "inputs.npz") as z:
-            rfeeds = {k: z[k] for k in z.files}
-        x86 = judge_model(pool, reduced, dest / "model.onnx", rfeeds, do_localise=False).verdict.results.get("mnn")
+        x86 = judge_model(pool, reduced, dest / "model.onnx", load_npz(dest / "inputs.npz"), do_localise=False).verdict.results.get("mnn")
         x86_detail = x86.outcome.summary() if x86 is not None and x86.outcome is not None and x86.status in ("MCF", "IF") else ""
         row = {"id": finding_id(sig), "engine": f["engine"], "status": f["status"], "op": f["op"], "models": len(models),
                "first_model": mid, "reruns_reproduced": f"{again}/{a.reruns}", "nodes_before": info["reduction"]["nodes_before"],
@@ -96,24 +88,13 @@ def main() -> None:
               flush=True)
         return row
 
-    def worker(i: int) -> None:
-        with EnginePool(specs, a.campaign / "work" / f"arm-only{i}") as pool:
-            pool.start()
-            while True:
-                try:
-                    sig, models = todo.get_nowait()
-                except Empty:
-                    return
-                try:
-                    summary.append(one(pool, sig, models))
-                except Exception as exc:  # report and go on with the others
-                    print(f"  {finding_id(sig)} failed: {type(exc).__name__}: {exc}", flush=True)
+    def safely(pool: EnginePool, item: tuple[str, list[tuple[int, str]]]) -> None:
+        try:
+            summary.append(one(pool, *item))
+        except Exception as exc:  # report and go on with the others
+            print(f"  {finding_id(item[0])} failed: {type(exc).__name__}: {exc}", flush=True)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(max(1, a.workers))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    for_each_in_pools(specs, a.campaign / "work" / "arm-only", items, safely, a.workers)
     (a.campaign / "arm_only.json").write_text(json.dumps(summary, indent=1))
     det = [r for r in summary if r["reruns_reproduced"] == f"{a.reruns}/{a.reruns}"]
     only = [r for r in det if r["x86_mnn_on_reduced"] == "DCP" and str(r["repro_check"]).startswith("reproduced")]
