@@ -1,4 +1,18 @@
-"""Judge one model end to end: run the engines, apply the oracle, localise DCFs, sign findings."""
+"""Judge one model end to end: run the engines, apply the oracle, localise and isolate DCFs, classify, sign.
+
+Every finding gets a class, because a maintainer needs to know which findings
+are defects of the blamed engine:
+- `bug`: a crash, hang, conversion or inference failure, or a node that
+  diverges when fed identical inputs;
+- `drift`: outputs differ but no node diverges on its own (accumulated or
+  amplified float rounding);
+- `unsupported`: the engine says it does not support a construct (a capability
+  gap, listed once per engine x operator x attribute);
+- `undefined`: the blamed node's actual inputs are ones whose result the ONNX
+  spec leaves undefined;
+- `split`: no majority, nobody to blame.
+Classes are recomputable (the triage phase re-judges); raw signatures are kept.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,10 +22,29 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ofuzz.isolate import DEFECT, DRIFT, isolate
 from ofuzz.localise import localise
-from ofuzz.oracle import DCF, DCP, Verdict
+from ofuzz.oracle import DCF, DCP, Verdict, judge
 from ofuzz.runner import EnginePool, output_names
 from ofuzz.signature import failing_op, signature
+
+BUG, DRIFT_CLASS, UNSUPPORTED, UNDEFINED, SPLIT = "bug", "drift", "unsupported", "undefined", "split"
+
+
+@dataclass
+class Policy:
+    """What the judge knows beyond the engines' outputs: noise classes (data) and float32 tolerances (data)."""
+
+    noise: Any = None  # ofuzz.noise.NoiseClasses
+    tolerances: Any = None  # ofuzz.precision.Tolerances
+    isolate: bool = True
+
+    @staticmethod
+    def default() -> "Policy":
+        from ofuzz.noise import load_noise
+        from ofuzz.precision import load_tolerances
+
+        return Policy(load_noise(), load_tolerances())
 
 
 @dataclass
@@ -23,6 +56,7 @@ class Finding:
     summary: str
     blamed: bool
     detail: dict[str, Any] = field(default_factory=dict)
+    klass: str = BUG
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -32,41 +66,106 @@ class Finding:
 class Judged:
     verdict: Verdict
     findings: list[Finding]
+    isolated: dict[str, Any] = field(default_factory=dict)  # engine -> Isolation (with the 1-node model)
 
     def to_json(self) -> dict[str, Any]:
         return {"verdict": self.verdict.to_json(), "findings": [f.to_json() for f in self.findings]}
 
 
-def judge_model(pool: EnginePool, model: onnx.ModelProto, model_path: Path, inputs: dict[str, np.ndarray], do_localise: bool = True) -> Judged:
+def declared_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """Output shapes the model declares, where fully static (the generator declares what ONNX inference gives)."""
+    out: dict[str, tuple[int, ...]] = {}
+    for o in model.graph.output:
+        tt = o.type.tensor_type
+        if tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim):
+            out[o.name] = tuple(int(d.dim_value) for d in tt.shape.dim)
+    return out
+
+
+def excluded_voters(pool: EnginePool, model: onnx.ModelProto, inputs: dict[str, np.ndarray], policy: Policy) -> dict[str, str]:
+    """Engines that may not vote on this model: the reference evaluator where it is known wrong or missing."""
+    if policy.noise is None or "reference" not in pool.names:
+        return {}
+    values = dict(inputs)
+    values.update({t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer})
+    reasons = policy.noise.reference_gaps_in(model, values)
+    return {"reference": "; ".join(sorted(set(reasons)))[:300]} if reasons else {}
+
+
+def judge_model(pool: EnginePool, model: onnx.ModelProto, model_path: Path, inputs: dict[str, np.ndarray], do_localise: bool = True,
+                policy: Policy | None = None) -> Judged:
+    policy = policy or Policy()
     names = output_names(model)
-    v = pool.judge(model_path, inputs, names)
+    excluded = excluded_voters(pool, model, inputs, policy)
+    v = judge(pool.execute(model_path, inputs, names), names, declared_shapes(model), excluded)
     findings: list[Finding] = []
+    isolated: dict[str, Any] = {}
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
     for eng, r in v.results.items():
-        if r.status == DCP:
+        if r.status == DCP or not r.blamed:
             continue
         if r.status == DCF:
-            div: dict[str, Any] = {}
-            if do_localise and r.blamed and v.expected_from and v.expected_from != eng:
-                div = localise(pool, model, inputs, eng, v.expected_from)
-                v.diverging[eng] = div
-            c = r.versus
-            cat = c.category if c else ""
-            summary = f"{cat} mismatch on {c.output}: max abs {c.max_abs:.3g}, max rel {c.max_rel:.3g}, {100 * c.bad_fraction:.2f}% elements" if c else "mismatch"
-            if c and c.detail:
-                summary += f" ({c.detail})"
-            if v.split:
-                continue  # reported once below
-            findings.append(Finding(eng, DCF, signature(eng, DCF, r.outcome, div, cat), div.get("op"), summary, r.blamed, {"diverging": div}))
+            findings.append(_dcf_finding(pool, model, inputs, v, eng, do_localise, policy, excluded, opset, isolated))
         else:
             o = r.outcome
             op = failing_op(o.message, o.log_tail) if o is not None else None
-            findings.append(Finding(eng, r.status, signature(eng, r.status, o), op, o.summary() if o else r.status, True,
-                                    {"log_tail": o.log_tail[-1500:] if o else ""}))
+            f = Finding(eng, r.status, signature(eng, r.status, o), op, o.summary() if o else r.status, True,
+                        {"log_tail": o.log_tail[-1500:] if o else ""})
+            gap = policy.noise.unsupported(eng, o.message, o.log_tail, op) if policy.noise is not None and o is not None else None
+            if gap is not None:
+                f.klass = UNSUPPORTED
+                f.detail["gap"] = {"engine": gap.engine, "op": gap.op, "attribute": gap.attribute, "rule": gap.rule, "key": gap.key()}
+            findings.append(f)
     if v.split:
-        ran = sorted(e for e, r in v.results.items() if r.status == DCF)
+        ran = sorted(e for e, r in v.results.items() if r.status == DCF and e not in excluded)
         worst = max((v.results[e].versus for e in ran if v.results[e].versus and not v.results[e].versus.ok),
                     key=lambda c: c.max_rel, default=None)
         cat = worst.category if worst else "value"
         summary = f"no majority among {', '.join(ran)}" + (f": {cat} mismatch on {worst.output}, max rel {worst.max_rel:.3g}" if worst else "")
-        findings.append(Finding("+".join(ran), DCF, f"split|{'+'.join(ran)}|DCF|{cat}", None, summary, False, {}))
-    return Judged(v, findings)
+        findings.append(Finding("+".join(ran), DCF, f"split|{'+'.join(ran)}|DCF|{cat}", None, summary, False, {}, SPLIT))
+    if excluded:
+        for f in findings:
+            f.detail["excluded"] = excluded
+    return Judged(v, findings, isolated)
+
+
+def _dcf_finding(pool: EnginePool, model: onnx.ModelProto, inputs: dict[str, np.ndarray], v: Verdict, eng: str, do_localise: bool,
+                 policy: Policy, excluded: dict[str, str], opset: int, isolated: dict[str, Any]) -> Finding:
+    r = v.results[eng]
+    c = r.versus
+    cat = c.category if c else ""
+    summary = c.describe() if c else "mismatch"
+    div: dict[str, Any] = {}
+    klass = BUG
+    detail: dict[str, Any] = {}
+    if do_localise and v.majority:
+        loc = localise(pool, model, inputs, eng, v.majority)
+        div = dict(loc.info)
+        if policy.isolate:
+            iso = isolate(pool, model, inputs, eng, v.majority, loc, policy.tolerances, excluded)
+            isolated[eng] = iso
+            detail["isolation"] = {"verdict": iso.verdict, **iso.info}
+            if iso.verdict == DEFECT:
+                div = {k: iso.info[k] for k in ("op", "node", "output", "category", "max_abs", "max_rel", "attrs")}
+                cat = iso.info["category"]
+                und = _undefined(policy, model, iso, opset)
+                if und is not None:
+                    klass = UNDEFINED
+                    detail["undefined"] = und
+            elif iso.verdict == DRIFT:
+                klass = DRIFT_CLASS
+                div = {"op": "~drift", "first": loc.info.get("op"), "note": iso.info.get("note", "")}
+        v.diverging[eng] = div
+    detail["diverging"] = div
+    return Finding(eng, DCF, signature(eng, DCF, r.outcome, div, cat), div.get("op"), summary, True, detail, klass)
+
+
+def _undefined(policy: Policy, model: onnx.ModelProto, iso: Any, opset: int) -> dict[str, str] | None:
+    """The isolated node's actual inputs fall where the spec defines no result?"""
+    if policy.noise is None or iso.model is None:
+        return None
+    node = iso.model.graph.node[0]
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in iso.model.graph.initializer}
+    ins = [iso.feeds.get(n, inits.get(n)) if n else None for n in node.input]
+    u = policy.noise.undefined(node, ins, opset)
+    return {"rule": u.rule, "op": u.op, "why": u.why} if u is not None else None

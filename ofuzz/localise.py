@@ -1,12 +1,19 @@
-"""Localisation: the first operator whose output diverges between two engines.
+"""Localisation: which operators' outputs diverge between the blamed engine and the majority.
 
-The model is rerun with every intermediate tensor exposed as a graph output and
-the nodes are walked in order.  Exposing intermediates can change an engine's
-fusion, so a divergence that vanishes this way is reported as such.
+The model is rerun with every intermediate tensor exposed as a graph output on
+the blamed engine and on the majority's engines, and the nodes are walked in
+order.  A tensor diverges when the blamed engine disagrees with more than half
+of the majority engines that produced it: comparing with one engine let that
+engine's own quirks (MNN's NaN handling) relabel the diverging operator.
+
+Localisation only says where values first differ; `isolate` then decides which
+of these nodes is wrong on its own.  Exposing intermediates can change an
+engine's fusion, so a divergence that vanishes this way is reported as such.
 """
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +21,19 @@ import numpy as np
 import onnx
 
 from ofuzz import onnx_guard
-from ofuzz.oracle import compare_tensor
+from ofuzz.compare import RULE
+
+MAX_CANDIDATES = 6
+
+
+@dataclass
+class Localisation:
+    """Where the blamed engine first diverges, and what isolation needs to go on from there."""
+
+    info: dict[str, Any]  # JSON-able: op, node, output, category, max_abs, max_rel, attrs | note
+    candidates: list[int] = field(default_factory=list)  # indices of diverging nodes, in graph order
+    values: dict[str, np.ndarray] = field(default_factory=dict)  # every tensor's value on `value_engine`
+    value_engine: str = ""
 
 
 def expose_intermediates(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
@@ -33,29 +52,60 @@ def expose_intermediates(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[
     return out, names
 
 
-def localise(pool: Any, model: onnx.ModelProto, inputs: dict[str, np.ndarray], blamed: str, against: str) -> dict[str, Any]:
+def node_attrs(node: onnx.NodeProto) -> dict[str, Any]:
+    """A node's attributes as plain JSON values (tensors left out)."""
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items() if not isinstance(v, (onnx.TensorProto, onnx.GraphProto))}
+    return _plain(attrs)
+
+
+def localise(pool: Any, model: onnx.ModelProto, inputs: dict[str, np.ndarray], blamed: str, majority: list[str] | str) -> Localisation:
+    """Run the exposed model on `blamed` and the majority; list the nodes whose outputs diverge."""
+    against = [majority] if isinstance(majority, str) else [e for e in majority if e != blamed]
     exposed, names = expose_intermediates(model)
     with tempfile.TemporaryDirectory(dir=pool.root) as d:
         path = Path(d) / "exposed.onnx"
         onnx.save(exposed, str(path))
-        res = pool.execute(path, inputs, names, engines=[blamed, against])
+        res = pool.execute(path, inputs, names, engines=[blamed, *against])
     outs: dict[str, dict[str, np.ndarray]] = {}
-    for eng in (blamed, against):
+    for eng in (blamed, *against):
         prep, run = res.get(eng, (None, None))
         if prep is None or not prep.ok or run is None or not run.ok:
-            what = (run or prep).summary() if (run or prep) is not None else "not run"
-            return {"op": None, "note": f"{eng} failed with intermediates exposed: {what}"}
+            if eng == blamed:
+                what = (run or prep).summary() if (run or prep) is not None else "not run"
+                return Localisation({"op": None, "note": f"{eng} failed with intermediates exposed: {what}"})
+            continue
         outs[eng] = run.outputs
-    for node in model.graph.node:
-        for t in node.output:
-            if t in outs[blamed] and t in outs[against]:
-                c = compare_tensor(outs[blamed][t], outs[against][t], t)
-                if not c.ok:
-                    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-                    attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items() if not isinstance(v, onnx.TensorProto)}
-                    return {"op": node.op_type, "node": node.name, "output": t, "category": c.category,
-                            "max_abs": c.max_abs, "max_rel": c.max_rel, "attrs": _plain(attrs)}
-    return {"op": None, "note": "no divergence with intermediates exposed (fusion- or layout-dependent)"}
+    voters = [e for e in against if e in outs]
+    if not voters:
+        return Localisation({"op": None, "note": "no majority engine ran with intermediates exposed"})
+    value_engine = next((e for e in ("reference", "onnxruntime") if e in voters), voters[0])
+    loc = Localisation({"op": None, "note": "no divergence with intermediates exposed (fusion- or layout-dependent)"},
+                       values=dict(outs[value_engine]), value_engine=value_engine)
+    for i, node in enumerate(model.graph.node):
+        worst = _diverges(node, outs, blamed, voters)
+        if worst is None:
+            continue
+        if not loc.candidates:
+            loc.info = {"op": node.op_type, "node": node.name, "output": worst.output, "category": worst.category,
+                        "max_abs": worst.max_abs, "max_rel": worst.max_rel, "attrs": node_attrs(node)}
+        loc.candidates.append(i)
+        if len(loc.candidates) >= MAX_CANDIDATES:
+            break
+    return loc
+
+
+def _diverges(node: onnx.NodeProto, outs: dict[str, dict[str, np.ndarray]], blamed: str, voters: list[str]) -> Any:
+    """The first output of `node` on which `blamed` disagrees with most majority engines, or None."""
+    for t in node.output:
+        if not t or t not in outs[blamed]:
+            continue
+        have = [e for e in voters if t in outs[e]]
+        cmps = [RULE.compare(outs[blamed][t], outs[e][t], t) for e in have]
+        bad = [c for c in cmps if not c.ok]
+        if have and 2 * len(bad) > len(have):
+            return bad[0]
+    return None
 
 
 def _plain(v: Any) -> Any:

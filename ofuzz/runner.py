@@ -20,7 +20,6 @@ from ofuzz.engines.client import Outcome, Worker
 from ofuzz.engines.envs import install_command, python_for
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.generate import npz_bytes
-from ofuzz.oracle import Verdict, judge
 
 
 class EnginePool:
@@ -87,9 +86,6 @@ class EnginePool:
             return {n: f.result() for n, f in futs.items()}
         finally:
             npz.unlink(missing_ok=True)
-
-    def judge(self, model_path: Path, inputs: dict[str, np.ndarray], out_names: list[str]) -> Verdict:
-        return judge(self.execute(model_path, inputs, out_names), out_names)
 
     def close(self) -> None:
         for w in self.workers.values():

@@ -72,8 +72,11 @@ def _outs(v: float) -> dict:
 def test_triangulation_majority_and_tie_break():
     maj, split = triangulate({"a": _outs(1), "b": _outs(1), "c": _outs(2)}, ["y"])
     assert maj == ["a", "b"] and not split
+    # the reference alone against one other engine breaks no tie: it is one implementation among others
     maj, split = triangulate({"onnxruntime": _outs(1), "reference": _outs(2)}, ["y"])
-    assert maj == ["reference"] and not split
+    assert maj == [] and split
+    maj, split = triangulate({"onnxruntime": _outs(1), "reference": _outs(2), "mnn": _outs(3)}, ["y"])
+    assert maj == [] and split
     maj, split = triangulate({"a": _outs(1), "b": _outs(2), "c": _outs(3)}, ["y"])
     assert split and maj == []
     maj, split = triangulate({"a": _outs(1), "b": _outs(1), "c": _outs(2), "reference": _outs(2)}, ["y"])
@@ -118,3 +121,34 @@ def test_engine_variants_vote_as_one_family():
     # only two independent implementations and no reference: nobody can be blamed
     maj, split = triangulate({"onnxruntime": _outs(1), "mnn": _outs(2), "mnn-arm:n1": _outs(2)}, ["y"])
     assert split
+
+
+def test_reference_breaks_a_tie_only_between_cliques_of_two_families():
+    # two against two: the clique holding the reference wins
+    maj, split = triangulate({"onnxruntime": _outs(1), "reference": _outs(1), "mnn": _outs(2), "tensorflow": _outs(2)}, ["y"])
+    assert maj == ["onnxruntime", "reference"] and not split
+    # reference alone vs a pair and a single: nobody has a majority, the reference cannot help
+    maj, split = triangulate({"onnxruntime": _outs(1), "reference": _outs(3), "mnn": _outs(2), "tensorflow": _outs(2)}, ["y"])
+    assert split
+
+
+def test_an_output_contradicting_shape_inference_never_becomes_expected():
+    ok = Outcome("prepare", "ok")
+    right = {"y": np.ones((1, 1, 2, 1), np.float32)}
+    wrong = {"y": np.ones((1, 1, 1, 1), np.float32)}
+    out = {"reference": (ok, Outcome("run", "ok", outputs=wrong)), "onnxruntime": (ok, Outcome("run", "ok", outputs=right))}
+    v = judge(out, ["y"], declared={"y": (1, 1, 2, 1)})
+    assert v.expected_from == "onnxruntime" and v.results["reference"].blamed and v.results["reference"].status == DCF
+    assert v.results["reference"].versus.category == "shape" and not v.results["onnxruntime"].blamed
+    # nobody matches the declaration: the declaration is suspect, the engines are judged by vote alone
+    v = judge(out, ["y"], declared={"y": (3, 3)})
+    assert v.split
+
+
+def test_an_excluded_reference_neither_votes_nor_is_blamed():
+    ok = Outcome("prepare", "ok")
+    out = {"reference": (ok, Outcome("run", "ok", outputs=_outs(5))), "onnxruntime": (ok, Outcome("run", "ok", outputs=_outs(1))),
+           "mnn": (ok, Outcome("run", "ok", outputs=_outs(1)))}
+    v = judge(out, ["y"], excluded={"reference": "LpNormalization p=1 sums x, not |x|"})
+    assert v.majority == ["mnn", "onnxruntime"] and not v.results["reference"].blamed
+    assert v.results["reference"].status == DCF and v.excluded

@@ -4,7 +4,9 @@ Runs models with the ONNX reference evaluator but misbehaves whenever the model
 contains one of the configured operators: segfault, abort, hang, leak memory,
 raise, exit, or return wrong values for that operator (so localisation has a
 real diverging operator to find).  Faults are "stage:kind" with stage prepare
-(conversion) or run (inference).
+(conversion) or run (inference).  Value faults: `wrong` adds 1, `offby` is 0.5%
+off (a real precision defect), `perturb` is 2e-6 off (float noise, far below
+the oracle's tolerance); `unsupported` says the operator is not supported.
 """
 from __future__ import annotations
 
@@ -30,6 +32,11 @@ def _fault(kind: str, op: str) -> None:
         os._exit(3)
     elif kind == "raise":
         raise RuntimeError(f"test double: seeded failure on {op}")
+    elif kind == "unsupported":
+        raise NotImplementedError(f"test double: operator {op} is not supported")
+
+
+_VALUE_FAULTS = {"wrong": None, "offby": 1.005, "perturb": 1 + 2e-6}
 
 
 class TestDoubleEngine:
@@ -46,17 +53,20 @@ class TestDoubleEngine:
     def version(self) -> str:
         return f"testdouble (onnx {self.onnx.__version__})"
 
-    def _wrong_op(self, op: str):
+    def _wrong_op(self, op: str, kind: str = "wrong"):
         base = self.Evaluator  # build a reference implementation of `op` that is off by one
         from onnx.reference.ops import load_op
 
         impl = load_op("", op, 17)
+        factor = _VALUE_FAULTS[kind]
 
         class Wrong(impl):  # type: ignore[misc, valid-type]
             op_domain = ""
 
             def _run(self, *args, **kwargs):
                 res = super()._run(*args, **kwargs)
+                if factor is not None:
+                    return tuple(np.asarray(np.asarray(r) * factor, dtype=np.asarray(r).dtype) for r in res)
                 return tuple(np.asarray(r) + np.asarray(1, dtype=np.asarray(r).dtype) for r in res)
 
         Wrong.__name__ = op
@@ -72,14 +82,14 @@ class TestDoubleEngine:
             stage, _, kind = spec.partition(":")
             if op in self.ops and stage == "prepare":
                 _fault(kind, op)
-            if op in self.ops and stage == "run" and kind == "wrong":
-                new_ops.append(self._wrong_op(op))
+            if op in self.ops and stage == "run" and kind in _VALUE_FAULTS:
+                new_ops.append(self._wrong_op(op, kind))
         self.ev = self.Evaluator(model, new_ops=new_ops or None)
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         for op, spec in self.faults.items():
             stage, _, kind = spec.partition(":")
-            if op in self.ops and stage == "run" and kind != "wrong":
+            if op in self.ops and stage == "run" and kind not in _VALUE_FAULTS:
                 _fault(kind, op)
         with np.errstate(all="ignore"):
             res = self.ev.run(self.outputs, feeds)

@@ -1,0 +1,128 @@
+"""Isolation check: blame a node only if it diverges on its own.
+
+Localisation names the first node whose output differs, but a node fed slightly
+different inputs (1e-6 from an upstream Tanh) can amplify them past any
+tolerance (Acos/Asin/Atanh near +-1, Log near 0) while being perfectly right.
+So every diverging node, in graph order, is cut out alone and run on the blamed
+engine and on the majority's engines with *identical* inputs (the majority's
+values of that node's inputs).  The first node that still diverges is the
+defect; a value divergence that stays within the float32 error bound around the
+node's float64 result (`precision`) is not.  If no node diverges on its own, the
+finding is numerical drift: stored and shown apart, never counted as a bug.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ofuzz.compare import RULE, Comparison
+from ofuzz.cut import submodel
+from ofuzz.localise import Localisation, node_attrs
+from ofuzz.precision import Tolerances, abs_feeds, n_terms, to_float64, within_float32
+
+DEFECT, DRIFT, UNKNOWN = "defect", "drift", "unknown"
+REFERENCE = "reference"
+MAX_VOTERS = 3  # majority engines run on each isolated node (cheap ones first)
+_CHEAP_FIRST = ("reference", "onnxruntime", "onnxruntime-noopt", "mnn", "testdouble")
+
+
+@dataclass
+class Isolation:
+    """The outcome: which node is wrong on its own (defect), or none (drift)."""
+
+    verdict: str  # defect | drift | unknown (nothing to isolate: the blamed engine failed with intermediates exposed)
+    info: dict[str, Any] = field(default_factory=dict)  # JSON-able: op, node, attrs, category, max_rel, tried, note
+    model: onnx.ModelProto | None = None  # the blamed node alone (a ready 1-node repro)
+    feeds: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def isolate(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], blamed: str, majority: list[str],
+            loc: Localisation, tolerances: Tolerances | None = None, excluded: dict[str, str] | None = None) -> Isolation:
+    if not loc.candidates or not loc.values:
+        return Isolation(UNKNOWN if loc.info.get("op") is None and "failed" in loc.info.get("note", "") else DRIFT,
+                         {"note": loc.info.get("note", "")})
+    voters = sorted((e for e in majority if e != blamed and e not in (excluded or {})),
+                    key=lambda e: (_CHEAP_FIRST.index(e) if e in _CHEAP_FIRST else len(_CHEAP_FIRST), e))[:MAX_VOTERS]
+    if not voters:
+        return Isolation(UNKNOWN, {"note": "no majority engine to compare with"})
+    tried: list[str] = []
+    tested = 0
+    for i in loc.candidates:
+        node = model.graph.node[i]
+        built = submodel(model, [i], loc.values, feeds)
+        if built is None:
+            tried.append(f"{node.name}: cannot be cut out")
+            continue
+        m1, f1 = built
+        res = _run(pool, m1, f1, [blamed, *voters])
+        if not any(res.get(e, (None, None))[1] is not None and res[e][1].ok for e in voters):
+            tried.append(f"{node.name}: no majority engine runs it alone")
+            continue
+        tested += 1
+        why = _diverges_alone(res, blamed, voters, [o.name for o in m1.graph.output])
+        if why is None:
+            tried.append(f"{node.name}: agrees alone")
+            continue
+        if why.category == "value" and tolerances is not None and _within_float32(pool, m1, f1, res[blamed][1], node.op_type, tolerances, excluded):
+            tried.append(f"{node.name}: within float32 error of the exact result (max rel {why.max_rel:.3g})")
+            continue
+        info = {"op": node.op_type, "node": node.name, "output": why.output, "category": why.category, "max_abs": why.max_abs,
+                "max_rel": why.max_rel, "bad_fraction": why.bad_fraction, "detail": why.detail, "attrs": node_attrs(node),
+                "versus": voters, "tried": tried}
+        return Isolation(DEFECT, info, m1, f1)
+    if not tested:
+        return Isolation(UNKNOWN, {"tried": tried, "note": "no diverging node could be run alone on the majority's engines"})
+    return Isolation(DRIFT, {"tried": tried, "first": loc.info.get("op"),
+                             "note": "no node diverges when fed identical inputs: accumulated or amplified rounding"})
+
+
+def _run(pool: Any, m: onnx.ModelProto, feeds: dict[str, np.ndarray], engines: list[str]) -> dict[str, tuple[Any, Any]]:
+    with tempfile.TemporaryDirectory(dir=pool.root) as d:
+        path = Path(d) / "node.onnx"
+        onnx.save(m, str(path))
+        return pool.execute(path, feeds, [o.name for o in m.graph.output], engines=engines)
+
+
+def _diverges_alone(res: dict[str, tuple[Any, Any]], blamed: str, voters: list[str], names: list[str]) -> Comparison | None:
+    """How the blamed engine differs from every majority engine that ran the node, or None if it agrees with one."""
+    prep, run = res.get(blamed, (None, None))
+    ok_voters = [e for e in voters if res.get(e, (None, None))[1] is not None and res[e][1].ok]
+    if not ok_voters:
+        return None  # nothing to compare with: cannot blame this node
+    if prep is None or not prep.ok or run is None or not run.ok:
+        what = (run or prep).summary() if (run or prep) is not None else "not run"
+        return Comparison(False, "failure", detail=f"the node alone fails on {blamed}: {what}")
+    worst: Comparison | None = None
+    for e in ok_voters:
+        c = RULE.compare_outputs(run.outputs, res[e][1].outputs, names)
+        if c.ok:
+            return None
+        worst = worst or c
+    return worst
+
+
+def _within_float32(pool: Any, m1: onnx.ModelProto, f1: dict[str, np.ndarray], run: Any, op: str, tol: Tolerances,
+                    excluded: dict[str, str] | None) -> bool:
+    """Is the blamed engine as close to the node's exact (float64) result as float32 allows?"""
+    bound = tol.bound_for(op)
+    if bound is None or REFERENCE not in getattr(pool, "names", []) or REFERENCE in (excluded or {}):
+        return False
+    wide = to_float64(m1, f1)
+    if wide is None:
+        return False
+    m64, f64 = wide
+    names = [o.name for o in m64.graph.output]
+    exact = _run(pool, m64, f64, [REFERENCE]).get(REFERENCE, (None, None))[1]
+    if exact is None or not exact.ok:
+        return False
+    magnitude = None
+    if bound.accumulation:
+        mag = _run(pool, m64, abs_feeds(f64), [REFERENCE]).get(REFERENCE, (None, None))[1]
+        magnitude = mag.outputs if mag is not None and mag.ok else None
+    got = {n: run.outputs[n] for n in names if n in run.outputs}
+    return within_float32(tol.rule, bound, got, exact.outputs, magnitude, n_terms(f1, got))

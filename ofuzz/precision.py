@@ -1,0 +1,152 @@
+"""Tolerance that knows float32: the oracle's default rule plus per-family float32 error bounds.
+
+The policy is data (`noise/tolerances.yaml`); this module loads and validates it
+and applies the bound to one isolated node: an engine is *not wrong* on a node
+if its outputs lie within the float32 error bound around the node's float64
+result, even where two float32 engines differ by more than 0.1% (cancellation,
+long sums, transcendentals near singularities).  The bound only loosens the
+default rule, never tightens it, so a node off by 0.5% on its own stays a DCF.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import yaml
+from onnx import TensorProto
+
+from ofuzz.compare import ComparisonRule
+
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+class ToleranceError(ValueError):
+    """A tolerance file is malformed; the message names file, entry and field."""
+
+
+@dataclass(frozen=True)
+class Float32Bound:
+    """|got - exact| <= ulps * ulp32(exact) + accumulation * n_terms * eps32 * magnitude."""
+
+    name: str
+    ops: frozenset[str]
+    ulps: float = 4.0
+    accumulation: float = 0.0
+
+    def bad(self, got: np.ndarray, exact: np.ndarray, magnitude: np.ndarray | None, n_terms: float) -> np.ndarray:
+        """Elements outside the bound (non-finite values are judged by the default rule, not here)."""
+        g, e = got.astype(np.float64), exact.astype(np.float64)
+        with np.errstate(all="ignore"):
+            bound = self.ulps * np.spacing(np.abs(e).astype(np.float32)).astype(np.float64)
+            if self.accumulation and magnitude is not None:
+                bound = bound + self.accumulation * n_terms * EPS32 * np.abs(magnitude.astype(np.float64))
+            err = np.abs(g - e)
+        return np.isfinite(g) & np.isfinite(e) & (err > bound)
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    rule: ComparisonRule
+    bounds: tuple[Float32Bound, ...]
+
+    def bound_for(self, op: str) -> Float32Bound | None:
+        return next((b for b in self.bounds if op in b.ops), None)
+
+
+def default_path() -> Path:
+    here = Path(__file__).resolve().parents[1]
+    return here / "noise" / "tolerances.yaml"
+
+
+def load_tolerances(path: Path | None = None) -> Tolerances:
+    path = Path(path or default_path())
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ToleranceError(f"{path}: cannot read tolerances ({str(exc).splitlines()[0]}); fix the YAML or restore the file") from None
+    if not isinstance(raw, dict) or set(raw) - {"default", "float32"}:
+        raise ToleranceError(f"{path}: top level must be a mapping with keys default and float32")
+    d = raw.get("default") or {}
+    if not isinstance(d, dict) or set(d) - {"rel_tol", "max_bad_fraction", "floor"}:
+        raise ToleranceError(f"{path}: default: allowed keys are rel_tol, max_bad_fraction, floor")
+    try:
+        rule = ComparisonRule(**{k: float(v) for k, v in d.items()})
+    except (TypeError, ValueError):
+        raise ToleranceError(f"{path}: default: values must be numbers") from None
+    bounds = []
+    for i, e in enumerate(raw.get("float32") or []):
+        where = f"{path}: float32 entry {i + 1} ({e.get('name', '?') if isinstance(e, dict) else '?'})"
+        if not isinstance(e, dict) or set(e) - {"name", "ops", "ulps", "accumulation"} or "ops" not in e or "name" not in e:
+            raise ToleranceError(f"{where}: needs name and ops, may have ulps and accumulation, nothing else")
+        if not isinstance(e["ops"], list) or not all(isinstance(o, str) and onnx.defs.has(o) for o in e["ops"]):
+            bad = [o for o in (e["ops"] if isinstance(e["ops"], list) else [e["ops"]]) if not (isinstance(o, str) and onnx.defs.has(o))]
+            raise ToleranceError(f"{where}: ops must be a list of ONNX operator types; unknown: {bad}")
+        try:
+            bounds.append(Float32Bound(str(e["name"]), frozenset(e["ops"]), float(e.get("ulps", 4)), float(e.get("accumulation", 0))))
+        except (TypeError, ValueError):
+            raise ToleranceError(f"{where}: ulps and accumulation must be numbers") from None
+    return Tolerances(rule, tuple(bounds))
+
+
+_WIDEN_SKIP = {"Cast", "CastLike", "QuantizeLinear", "DequantizeLinear", "EyeLike", "RandomNormal", "RandomUniform",
+               "RandomNormalLike", "RandomUniformLike", "Multinomial", "ConstantOfShape", "Bernoulli"}
+
+
+def to_float64(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[onnx.ModelProto, dict[str, np.ndarray]] | None:
+    """The same (single-node) model with every float32 input, initializer and output widened to float64.
+    None where widening would change the meaning (ops whose attributes name a dtype)."""
+    if any(n.op_type in _WIDEN_SKIP for n in model.graph.node):
+        return None
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for vi in list(m.graph.input) + list(m.graph.output):
+        if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
+            vi.type.tensor_type.elem_type = TensorProto.DOUBLE
+    for i, t in enumerate(m.graph.initializer):
+        if t.data_type == TensorProto.FLOAT:
+            arr = onnx.numpy_helper.to_array(t).astype(np.float64)
+            m.graph.initializer[i].CopyFrom(onnx.numpy_helper.from_array(arr, t.name))
+    del m.graph.value_info[:]
+    wide = {k: (v.astype(np.float64) if v.dtype == np.float32 else v) for k, v in feeds.items()}
+    return m, wide
+
+
+def n_terms(feeds: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> float:
+    """How many input elements feed one output element, roughly: the length of the sums in the bound."""
+    n_in = sum(int(np.size(v)) for v in feeds.values())
+    n_out = max(1, max((int(np.size(v)) for v in outputs.values()), default=1))
+    return max(1.0, n_in / n_out)
+
+
+def within_float32(rule: ComparisonRule, bound: Float32Bound, got: dict[str, Any], exact: dict[str, Any],
+                   magnitude: dict[str, Any] | None, terms: float) -> bool:
+    """True if every output is within the default rule or the float32 bound (elements bad on both count)."""
+    for name, g in got.items():
+        if name not in exact:
+            return False
+        g, e = np.asarray(g), np.asarray(exact[name])
+        if g.shape != e.shape:
+            return False
+        if not np.issubdtype(g.dtype, np.floating):
+            if not rule.compare(g, e.astype(g.dtype), name).ok:
+                return False
+            continue
+        with np.errstate(all="ignore"):
+            a, b = g.astype(np.float64), e.astype(np.float64)
+            paper_bad = np.abs(a - b) / np.maximum(np.maximum(np.abs(a), np.abs(b)), rule.floor) > rule.rel_tol
+            nonfinite_bad = (np.isnan(a) != np.isnan(b)) | ((np.isinf(a) | np.isinf(b)) & ~(np.isnan(a) | np.isnan(b)) & (a != b))
+        mag = np.asarray(magnitude[name]) if magnitude and name in magnitude else None
+        bad = nonfinite_bad | (paper_bad & bound.bad(g, e, mag, terms))
+        if rule.too_many(bad):
+            return False
+    return True
+
+
+def abs_feeds(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {k: (np.abs(v) if np.issubdtype(v.dtype, np.floating) else v) for k, v in feeds.items()}
+
+
+__all__ = ["Float32Bound", "Tolerances", "ToleranceError", "abs_feeds", "load_tolerances", "n_terms", "to_float64", "within_float32"]

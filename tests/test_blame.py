@@ -1,0 +1,84 @@
+"""Blame only what diverges on its own: isolation check, drift, float32 tolerance (real processes, test-double faults)."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from ofuzz.engines.registry import resolve
+from ofuzz.judging import BUG, DRIFT_CLASS, Policy, judge_model
+from ofuzz.precision import load_tolerances
+from ofuzz.runner import EnginePool
+
+F = onnx.TensorProto.FLOAT
+
+
+def faulty(faults: dict[str, str]):
+    """The test double with the given seeded faults, beside onnxruntime and the reference evaluator."""
+    td = dataclasses.replace(resolve(["testdouble"])[0], options={"faults": faults})
+    return [td, *resolve(["onnxruntime", "reference"])]
+
+
+def chain(ops: list[str], shape=(1, 4, 8, 8)) -> onnx.ModelProto:
+    nodes, prev = [], "x"
+    for i, op in enumerate(ops):
+        nodes.append(helper.make_node(op, [prev], [f"t{i}_{op}"], name=f"n{i}_{op}"))
+        prev = f"t{i}_{op}"
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, list(shape))], [helper.make_tensor_value_info(prev, F, list(shape))])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def run(tmp_path, faults, model, x):
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    with EnginePool(faulty(faults), tmp_path / "pool") as pool:
+        pool.start()
+        return judge_model(pool, model, path, {"x": x}, policy=Policy(tolerances=load_tolerances()))
+
+
+def test_float_noise_amplified_by_acos_near_one_is_drift_not_a_bug(tmp_path):
+    # Sqrt is 2e-6 off on the test double (float noise); Acos near 1 amplifies it past any tolerance
+    x = np.random.default_rng(0).uniform(0.9999, 0.99999, (1, 4, 8, 8)).astype(np.float32)
+    j = run(tmp_path, {"Sqrt": "run:perturb"}, chain(["Sqrt", "Acos"]), x)
+    (f,) = [f for f in j.findings if f.engine == "testdouble"]
+    assert f.status == "DCF" and f.klass == DRIFT_CLASS, f.detail
+    assert j.verdict.results["testdouble"].versus.max_rel > 1e-3  # the outputs really do differ
+    assert "~drift" in f.signature
+
+
+def test_a_node_half_a_percent_off_on_its_own_stays_a_bug(tmp_path):
+    x = np.random.default_rng(1).uniform(0.1, 0.9, (1, 4, 8, 8)).astype(np.float32)
+    j = run(tmp_path, {"Sqrt": "run:offby"}, chain(["Relu", "Sqrt", "Acos"]), x)
+    (f,) = [f for f in j.findings if f.engine == "testdouble"]
+    assert f.klass == BUG and f.op == "Sqrt", f.detail
+    assert f.detail["isolation"]["verdict"] == "defect" and f.detail["isolation"]["node"] == "n1_Sqrt"
+
+
+def test_blame_goes_past_an_amplifier_to_the_node_that_is_wrong_alone(tmp_path):
+    # Sqrt's noise makes Acos diverge first, but only Exp (off by 0.5%) is wrong on its own
+    x = np.random.default_rng(2).uniform(0.9999, 0.99999, (1, 4, 8, 8)).astype(np.float32)
+    j = run(tmp_path, {"Sqrt": "run:perturb", "Exp": "run:offby"}, chain(["Sqrt", "Acos", "Exp"]), x)
+    (f,) = [f for f in j.findings if f.engine == "testdouble"]
+    assert f.klass == BUG and f.op == "Exp", f.detail
+    assert any("n1_Acos: agrees alone" in t for t in f.detail["isolation"]["tried"])
+
+
+@pytest.mark.parametrize("n", [4096, 65536])
+def test_long_sum_with_cancellation_is_within_float32_of_the_exact_result(n):
+    from ofuzz.precision import n_terms, within_float32
+
+    tol = load_tolerances()
+    bound = tol.bound_for("ReduceSum")
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    x[-1] = -np.float32(x[:-1].astype(np.float64).sum())  # the exact sum is ~0: relative error is meaningless
+    exact = np.array([x.astype(np.float64).sum()])
+    f32 = np.array([np.float32(np.add.reduce(x[::-1], dtype=np.float32))])  # another float32 summation order
+    mag = np.array([np.abs(x).astype(np.float64).sum()])
+    got, want = {"y": f32}, {"y": exact}
+    assert within_float32(tol.rule, bound, got, want, {"y": mag}, n_terms({"x": x}, got))
+    # the same error without the accumulation term (as for an elementwise op) is not excused
+    assert not within_float32(tol.rule, dataclasses.replace(bound, accumulation=0.0), {"y": exact + 0.05}, want, {"y": mag}, 1.0)
