@@ -25,7 +25,7 @@ from ofuzz.corpus import Corpus
 from ofuzz.coverage import Coverage, OpRecord
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one
-from ofuzz.judging import Judged, judge_model
+from ofuzz.judging import Judged, Policy, judge_model
 from ofuzz.runner import EnginePool
 from ofuzz.signature import finding_id  # noqa: F401  (re-exported: the id scripts and the CLI show)
 from ofuzz.store import Store
@@ -58,6 +58,7 @@ class Stats:
     kept: int = 0
     run: int = 0
     unique: int = 0
+    classes: dict[str, int] = field(default_factory=dict)  # class of each new signature when first seen (triage recomputes)
     by_engine: dict[str, dict[str, int]] = field(default_factory=dict)
     engine_time: float = 0.0
     own_time: float = 0.0  # ofuzz's own busy time in the main thread (generate, coverage, store)
@@ -81,6 +82,7 @@ class Campaign:
         self.chooser = make_chooser(opts.chooser, corpus, self.coverage, self.rng)
         self.gen_opts = GenerateOptions(blocks=opts.blocks, graph=opts.graph, mutations=opts.mutations, prefer=opts.prefer)
         self.signatures = self.store.signatures()
+        self.policy = Policy.default()
         if resume:
             for recs in self.store.all_records():
                 self.coverage.add(OpRecord.from_json(r) for r in recs)
@@ -88,6 +90,9 @@ class Campaign:
             c = self.store.counts()
             self.stats.generated, self.stats.kept, self.stats.run = c["generated"], c["kept"], c["run"]
             self.stats.unique = len(self.signatures)
+            for f in self.store.findings():
+                k = f["detail"].get("klass", "bug")
+                self.stats.classes[k] = self.stats.classes.get(k, 0) + 1
             self.stats.elapsed_before = self.store.last_elapsed()
             for eng, d in self.store.engine_stats().items():
                 self.stats.by_engine[eng] = {k: v for k, v in d.items() if k != "time"}
@@ -135,7 +140,7 @@ class Campaign:
         try:
             if self._stopping.is_set():
                 return None, 0.0
-            return judge_model(pool, m.model, path, m.inputs, self.opts.localise), time.perf_counter() - t0
+            return judge_model(pool, m.model, path, m.inputs, self.opts.localise, self.policy), time.perf_counter() - t0
         finally:
             pools.put(pool)
 
@@ -151,7 +156,7 @@ class Campaign:
                 self.stats.engine_time += r.prepare_time + r.run_time
             findings = [f.to_json() for f in judged.findings if f.blamed or judged.verdict.split]
             for f in findings:
-                f["detail"] = {**f.get("detail", {}), "model": m.id, "versions": self._versions}
+                f["detail"] = {**f.get("detail", {}), "model": m.id, "versions": self._versions, "klass": f.get("klass", "bug")}
         cov = self.coverage.metrics()
         fresh = {f["signature"] for f in findings} - self.signatures
         self.chooser.backprop(node, reward(bool(fresh), kept))  # the tree's change is committed with this model
@@ -167,6 +172,9 @@ class Campaign:
         )
         self.signatures.update(new)
         self.stats.unique += len(new)
+        for f in findings:
+            if f["signature"] in new:
+                self.stats.classes[f["detail"]["klass"]] = self.stats.classes.get(f["detail"]["klass"], 0) + 1
         return new
 
     def run(self, on_progress: Callable[["Campaign"], None] | None = None) -> None:
@@ -243,8 +251,7 @@ class Campaign:
                 on_progress(self)
 
     def _is_finding_model(self, model_id: str) -> bool:
-        row = self.store.db.execute("SELECT 1 FROM occurrences o JOIN models m ON m.idx = o.idx WHERE m.id=? LIMIT 1", (model_id,)).fetchone()
-        return row is not None
+        return self.store.is_finding_model(model_id)
 
     def close(self) -> None:
         self.store.close()

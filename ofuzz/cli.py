@@ -307,7 +307,7 @@ def _progress_table(c) -> Table:
     t.add_row("coverage", f"OLC {100 * cov['OLC']:.1f}%  (" + ", ".join(f"{m} {100 * cov[m]:.1f}%" for m in METRICS) + ")")
     for eng, d in sorted(s.by_engine.items()):
         t.add_row(eng, "  ".join(f"{k} {d.get(k, 0)}" for k in ("DCP", "DCF", "IF", "MCF")))
-    t.add_row("unique findings", str(s.unique))
+    t.add_row("unique signatures", f"{s.unique}  (" + ", ".join(f"{k} {n}" for k, n in sorted(s.classes.items())) + "; triage after the budget clusters them into root causes)")
     if getattr(c, "unavailable", None):
         t.add_row("skipped engines", "; ".join(f"{k}: {v}" for k, v in c.unavailable.items()))
     return t
@@ -333,6 +333,7 @@ def campaign(
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.html at the end."),
     reduce: bool = typer.Option(True, "--reduce/--no-reduce", help="After the budget, reduce and export each unique finding (repros/<id>)."),
     reduce_time: Optional[str] = typer.Option(None, help="Time cap for that export phase (default: none, every finding is exported; `ofuzz repro --all` finishes a capped one)."),
+    known: Optional[Path] = typer.Option(None, "--known", help="Known-bugs store: root causes found there are reported as known, not new."),
 ) -> None:
     """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""
     import os
@@ -368,7 +369,7 @@ def campaign(
         opts = CampaignOptions(engines=names, budget=b, models=models, tests=tests, blocks=parse_blocks(blocks), graph=graph,
                                mutations=mutations, chooser=chooser, seed=seed, workers=workers or (os.cpu_count() or 2),
                                run_all=run_all, localise=localise_dcf, timeout=timeout)
-        out = out or Path("runs") / _time.strftime("%Y%m%d-%H%M%S")
+        out = out or default_runs_dir() / _time.strftime("%Y%m%d-%H%M%S")
         if (out / "campaign.sqlite").exists():
             fail(f"{out} already holds a campaign; continue it with --resume {out} or pick another --out")
     try:
@@ -397,12 +398,20 @@ def campaign(
     if reduce:
         cap = parse_duration(reduce_time) if reduce_time else None
         _export_with_progress(out, specs, opts.reduce_budget, cap, opts.workers)
+        _print_bugs(out, known, limit=15)
     if report:
         from ofuzz.report import write_report
 
         path = write_report(out)
         console.print(f"report: {path}")
         print(path)
+
+
+def default_runs_dir() -> Path:
+    """Campaigns go outside any checkout unless --out says otherwise ($OFUZZ_RUNS, else ~/.local/share/ofuzz/runs)."""
+    import os
+
+    return Path(os.environ.get("OFUZZ_RUNS") or Path.home() / ".local" / "share" / "ofuzz" / "runs")
 
 
 def _export_with_progress(out: Path, specs: list, per_finding: float, cap: float | None, workers: int) -> None:
@@ -421,6 +430,106 @@ def _export_with_progress(out: Path, specs: list, per_finding: float, cap: float
         n = export_findings(out, specs, per_finding, cap, echo=lambda m: bar.console.print(m, soft_wrap=True), workers=workers,
                             on_progress=lambda p: bar.update(task, completed=p.done + p.failed, failed=p.failed), todo=todo)
     console.print(f"exported {n} repro folders under {out}/repros/ ({done_before} were already there)")
+
+
+def _load_known(path: Optional[Path], create: bool = False):
+    from ofuzz.known import KnownBugs, KnownError
+
+    if path is None:
+        return None
+    try:
+        return KnownBugs(path, create=create)
+    except KnownError as exc:
+        fail(str(exc))
+
+
+def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | None = None, as_json: bool = False, remember: bool = False) -> None:
+    """Cluster the triaged findings into root causes, store them, and print them ranked by severity."""
+    import json
+
+    from ofuzz.export_all import finish_triage
+    from ofuzz.rootcause import SEVERITY_NAMES
+
+    known = _load_known(known_path, create=remember)
+    result = finish_triage(campaign_dir)
+    roots = result["root_causes"]
+    known_ids = known.known_ids() if known else set()
+    for r in roots:
+        r["known"] = r["id"] in known_ids
+    gaps = _capabilities(campaign_dir)
+    if remember and known is not None:
+        added = known.remember(roots, gaps, str(campaign_dir.resolve()))
+        console.print(f"remembered {added} new root causes in {known_path}")
+    if known is not None:
+        known.close()
+    counts = {k: len(v) for k, v in result["classes"].items()}
+    if as_json:
+        print(json.dumps({"root_causes": roots, "classes": result["classes"], "capabilities": gaps}, indent=1, default=str))
+        return
+    new = [r for r in roots if not r["known"]]
+    t = Table(title=f"{len(roots)} root causes in {campaign_dir} ({len(new)} new" + (f", {len(roots) - len(new)} known" if known else "") + "), worst first")
+    for col in ("id", "severity", "engine", "failure", "operator(s)", "attributes", "traits", "signatures", "occurrences", "repro"):
+        t.add_column(col, overflow="fold")
+    for r in (roots if limit is None else roots[:limit]):
+        k = r["key"]
+        t.add_row(r["id"] + (" (known)" if r["known"] else ""), SEVERITY_NAMES.get(r["severity"], str(r["severity"])), r["engine"],
+                  f"{k['status']} {k['failure']}", "+".join(k["ops"]), ", ".join(k["attrs"]), ", ".join(k["traits"]),
+                  str(len(r["signatures"])), str(r["occurrences"]), r.get("repro") or "")
+    out_console().print(t)
+    if limit is not None and len(roots) > limit:
+        out_console().print(f"… {len(roots) - limit} more: ofuzz bugs {campaign_dir}")
+    total = sum(counts.values())
+    out_console().print(f"{total} signatures → {len(roots)} root causes; classes: "
+                        + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("bug", "drift", "unsupported", "undefined", "split", "unconfirmed", "pending")
+                                    if counts.get(k)) + f"; capability gaps: {len(gaps)}")
+
+
+def _capabilities(campaign_dir: Path) -> list[dict]:
+    """engine x operator x attribute gaps the triage found (each once, with how many signatures said so)."""
+    from ofuzz.store import Store
+
+    st = Store(campaign_dir)
+    rows = st.triage_rows()
+    st.close()
+    gaps: dict[str, dict] = {}
+    for r in rows:
+        g = (r["detail"].get("class_detail") or {}).get("gap")
+        if r["klass"] == "unsupported" and g:
+            e = gaps.setdefault(g["key"], {**g, "signatures": 0})
+            e["signatures"] += 1
+    return sorted(gaps.values(), key=lambda g: g["key"])
+
+
+@app.command()
+def bugs(
+    campaign_dir: Path = typer.Argument(..., help="A campaign folder."),
+    known: Optional[Path] = typer.Option(None, "--known", help="Known-bugs store: mark root causes seen before as known."),
+    remember: bool = typer.Option(False, "--remember", help="Add this campaign's root causes and capability gaps to --known."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    triage: bool = typer.Option(True, "--triage/--no-triage", help="First triage findings that have no folder yet (re-runs engines)."),
+    workers: int = typer.Option(0, help="Parallel engine pools for that triage (default: the machine's cores)."),
+) -> None:
+    """List root causes (distinct defects, worst first); drift, unsupported and undefined findings are counted apart."""
+    from ofuzz.engines.registry import EngineError, resolve
+    from ofuzz.store import Store, StoreError
+
+    if not (campaign_dir / "campaign.sqlite").is_file():
+        fail(f"{campaign_dir}: no campaign.sqlite here")
+    if remember and known is None:
+        fail("--remember needs --known PATH (the known-bugs store to add to)")
+    try:
+        st = Store(campaign_dir)
+    except StoreError as exc:
+        fail(str(exc))
+    opts = st.get_meta("options", {})
+    st.close()
+    if triage:
+        try:
+            specs = resolve(opts.get("engines", []))
+        except EngineError as exc:
+            fail(str(exc))
+        _export_with_progress(campaign_dir, specs, float(opts.get("reduce_budget", 20.0)), None, workers or 2)
+    _print_bugs(campaign_dir, known, as_json=as_json, remember=remember)
 
 
 @app.command()
@@ -588,10 +697,18 @@ def _degs(s: frozenset[int]) -> str:
 
 
 def main() -> None:
+    from ofuzz.known import KnownError
+    from ofuzz.noise import NoiseError
+    from ofuzz.precision import ToleranceError
+    from ofuzz.store import StoreError
+
     try:
         app()
     except BrokenPipeError:
         sys.exit(0)
+    except (StoreError, KnownError, NoiseError, ToleranceError, CorpusError) as exc:  # bad input: one line, no traceback
+        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

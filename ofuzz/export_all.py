@@ -1,10 +1,12 @@
-"""Reduce and export every unique finding of a campaign, in parallel engine pools.
+"""Triage, reduce and export every unique finding of a campaign, in parallel engine pools.
 
 Why a module of its own: a 30-minute campaign finds ~500 unique findings, and
 exporting them one pool per finding cost ~7 s each (mostly engine start-up).
 Here W threads each own one long-lived EnginePool and take findings from a
-shared queue, so start-up is paid W times, not once per finding. Resumable: a
-finding whose repro folder already has finding.json is skipped.
+shared queue, so start-up is paid W times, not once per finding; only one
+representative per cluster is reduced (`triage`).  Resumable: a finding whose
+folder already has finding.json is skipped.  `finish_triage` then clusters the
+folders into root causes and stores them.
 """
 from __future__ import annotations
 
@@ -17,10 +19,11 @@ from typing import Any, Callable
 
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.generate import load_npz
-from ofuzz.repro import export
+from ofuzz.judging import Policy
 from ofuzz.runner import EnginePool, for_each_in_pools
 from ofuzz.signature import finding_id
 from ofuzz.store import Store
+from ofuzz.triage import Representatives, cluster, triage_finding
 
 
 @dataclass
@@ -60,6 +63,10 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
     if not todo:
         return 0
     by_name = {s.name: s for s in specs}
+    policy = Policy.default()
+    reps = Representatives()
+    for f in _done_representatives(campaign_dir):
+        reps.claim(*f)
     t0 = time.monotonic()
     lock = threading.Lock()
     capped = threading.Event()
@@ -73,8 +80,8 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
         fid = finding_id(f["signature"])
         models = campaign_dir / "models"
         try:
-            export(by_name, f, models / f"{f['first_model']}.onnx", load_npz(models / f"{f['first_model']}.inputs.npz"),
-                   campaign_dir / "repros" / fid, reduce_budget=per_finding, pool=pool)
+            triage_finding(pool, by_name, f, models / f"{f['first_model']}.onnx", load_npz(models / f"{f['first_model']}.inputs.npz"),
+                           campaign_dir / "repros" / fid, per_finding, policy, reps)
             with lock:
                 prog.done += 1
         except Exception as exc:  # one broken export must not stop the others
@@ -91,3 +98,46 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
         echo(f"repro export stopped at its time cap ({total:.0f}s) with {left} findings left; "
              f"finish with: ofuzz repro --all --campaign {campaign_dir}")
     return prog.done
+
+
+def _done_representatives(campaign_dir: Path) -> list[tuple[str, str]]:
+    """(pre-key, finding id) of representatives already exported, so a resumed export attaches to them."""
+    import json
+
+    out = []
+    for p in sorted((campaign_dir / "repros").glob("*/finding.json")):
+        try:
+            info = json.loads(p.read_text())
+        except ValueError:
+            continue
+        if "root" in info and info.get("pre_key"):
+            out.append((info["pre_key"], p.parent.name))
+    return out
+
+
+def finish_triage(campaign_dir: Path) -> dict[str, Any]:
+    """Cluster the triaged findings into root causes and store them (replacing the previous triage)."""
+    store = Store(campaign_dir)
+    try:
+        rows = store.findings()
+        result = cluster(campaign_dir, rows)
+        by_fid = {fid: klass for klass, fids in result["classes"].items() for fid in fids}
+        root_of = {fid: rc["id"] for rc in result["root_causes"] for fid in rc["findings"]}
+        per_sig = []
+        for r in rows:
+            fid = finding_id(r["signature"])
+            per_sig.append((r["signature"], by_fid.get(fid, "untriaged"), root_of.get(fid), _class_detail(campaign_dir, fid)))
+        store.replace_triage(result["root_causes"], per_sig)
+        return result
+    finally:
+        store.close()
+
+
+def _class_detail(campaign_dir: Path, fid: str) -> dict[str, Any]:
+    import json
+
+    p = campaign_dir / "repros" / fid / "finding.json"
+    if not p.is_file():
+        return {}
+    info = json.loads(p.read_text())
+    return {k: info[k] for k in ("class_detail", "status_on_rerun", "attached_to", "excluded") if k in info}

@@ -111,7 +111,9 @@ def judge_model(pool: EnginePool, model: onnx.ModelProto, model_path: Path, inpu
             op = failing_op(o.message, o.log_tail) if o is not None else None
             f = Finding(eng, r.status, signature(eng, r.status, o), op, o.summary() if o else r.status, True,
                         {"log_tail": o.log_tail[-1500:] if o else ""})
-            gap = policy.noise.unsupported(eng, o.message, o.log_tail, op) if policy.noise is not None and o is not None else None
+            # a clean refusal is a capability gap; a crash, hang or exit on the way is a defect whatever the engine said first
+            clean = o is not None and o.kind == "exception"
+            gap = policy.noise.unsupported(eng, o.message, o.log_tail, op) if policy.noise is not None and clean else None
             if gap is not None:
                 f.klass = UNSUPPORTED
                 f.detail["gap"] = {"engine": gap.engine, "op": gap.op, "attribute": gap.attribute, "rule": gap.rule, "key": gap.key()}

@@ -1,48 +1,67 @@
-"""Reduction: shrink a model while its finding keeps the same signature.
+"""Reduction: shrink a model while its finding stays the same finding, as Hypothesis shrinks.
 
-One run of the model with every intermediate tensor exposed (on the engine the
-oracle trusted) gives the value of every tensor.  Any subset of nodes then forms
-a valid model: tensors that cross the cut become graph inputs fed with those
-values.  We try the diverging (or failing) node alone first, then delta
-debugging (ddmin) over the nodes, and finish with a 1-minimality pass (no
-single node can be removed).  Each candidate is judged by the real engines in
-their isolated workers; it counts only if the finding reproduces with the same
-engine, status and failure kind (and, for a DCF, the same diverging operator).
+Every candidate goes through one choke point, `Reducer.consider(model, feeds)`:
+budget, cache, onnx's checker (out of process), judging on the real engines,
+the target match, and the validity check that keeps reduction honest — every
+engine that ran the original model and agreed must still run the candidate and
+agree.  (Without it, dropping Mod's `fmod=1` on floats or halving a Conv input
+to one channel produced models that were invalid or showed another problem,
+and onnx's checker accepted them.)
+
+Named passes run to a fixed point, each with statistics:
+`cut_to_node` (the diverging node alone, fed the majority's values),
+`ddmin_nodes` (delta debugging over nodes), `one_minimal` (no single node can
+go), `drop_attributes` (back to defaults), `simplify_values` (NaN/Inf/zeros/
+negatives replaced where the finding does not need them, so a root cause's
+input traits are the ones that matter) and `halve_shapes`.
 """
 from __future__ import annotations
 
+import hashlib
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import onnx
-from onnx import helper
 
 from ofuzz import onnx_guard
-from ofuzz.judging import Finding, judge_model
 from ofuzz.cut import submodel
+from ofuzz.judging import BUG, Finding, Policy, judge_model
 from ofuzz.localise import expose_intermediates
+from ofuzz.oracle import DCP
 from ofuzz.runner import EnginePool
+from ofuzz.signature import Signature
 
 
 @dataclass
 class Target:
+    """What must stay: engine, status, failure (kind|etype, or the diverging op; '?' matches any op) and class."""
+
     engine: str
     status: str
-    key: str  # kind|etype (IF/MCF) or category|op (DCF)
+    key: str
+    klass: str = BUG
 
     @staticmethod
     def of(f: Finding) -> "Target":
-        parts = f.signature.split("|")
         if f.status == "DCF":
-            return Target(f.engine, f.status, f"{f.op or '?'}")
-        return Target(f.engine, f.status, "|".join(parts[2:4]))
+            return Target(f.engine, f.status, f.op or "?", f.klass)
+        return Target(f.engine, f.status, Signature.parse(f.signature).failure, f.klass)
 
     def matches(self, f: Finding) -> bool:
-        return f.engine == self.engine and f.status == self.status and Target.of(f).key == self.key
+        if f.engine != self.engine or f.status != self.status or f.klass != self.klass:
+            return False
+        return self.key == "?" or Target.of(f).key == self.key
+
+
+@dataclass
+class PassStats:
+    tried: int = 0
+    accepted: int = 0
+    seconds: float = 0.0
 
 
 @dataclass
@@ -55,133 +74,228 @@ class Reduced:
     seconds: float
     one_minimal: bool
     log: list[str] = field(default_factory=list)
+    passes: dict[str, PassStats] = field(default_factory=dict)
+
+
+class Reducer:
+    """Holds the current (model, feeds) and accepts a candidate only through `consider`."""
+
+    def __init__(self, pool: EnginePool, target: Target, budget: float, policy: Policy | None = None, must_agree: set[str] | None = None) -> None:
+        self.pool, self.target, self.budget, self.policy = pool, target, budget, policy or Policy()
+        self.must_agree = set(must_agree or ()) - {target.engine}
+        self.t0 = time.perf_counter()
+        self.checks = 0
+        self.cache: dict[str, bool] = {}
+        self.stats: dict[str, PassStats] = {}
+        self.current_pass = ""
+        self.log: list[str] = []
+
+    def out_of_time(self) -> bool:
+        return time.perf_counter() - self.t0 > self.budget
+
+    def consider(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> bool:
+        """True if the candidate is valid and still shows the target finding."""
+        if self.out_of_time():
+            return False
+        key = _digest(model, feeds)
+        if key in self.cache:
+            return self.cache[key]
+        st = self.stats.setdefault(self.current_pass, PassStats())
+        st.tried += 1
+        t = time.perf_counter()
+        ok = onnx_guard.valid(model) and self._judge(model, feeds)
+        st.seconds += time.perf_counter() - t
+        st.accepted += int(ok)
+        self.cache[key] = ok
+        return ok
+
+    def _judge(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> bool:
+        self.checks += 1
+        with tempfile.TemporaryDirectory(dir=self.pool.root) as d:
+            path = Path(d) / "cand.onnx"
+            onnx.save(model, str(path))
+            j = judge_model(self.pool, model, path, feeds, policy=self.policy)
+        if not any(self.target.matches(f) for f in j.findings):
+            return False
+        results = j.verdict.results
+        return all(e in results and results[e].status == DCP for e in self.must_agree if e not in j.verdict.excluded)
 
 
 def reduce_model(
     pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], target: Target, value_engine: str,
     budget: float = 120.0, start_node: str | None = None, echo: Callable[[str], None] | None = None,
+    policy: Policy | None = None, must_agree: set[str] | None = None,
 ) -> Reduced:
-    t0 = time.perf_counter()
-    log: list[str] = []
-    say = echo or (lambda s: None)
+    """Reduce to a fixed point of all passes (or until the budget runs out)."""
+    r = Reducer(pool, target, budget, policy, must_agree)
+    cur = (model, dict(feeds))
+    n0 = len(model.graph.node)
+    one_min = True
+    for round_ in range(3):
+        values = _values(pool, cur[0], cur[1], value_engine)
+        if not values:
+            one_min = False
+            r.log.append(f"no intermediate values from {value_engine}; node passes skipped")
+        before = _digest(*cur)
+        if values:
+            cur = _run_pass(r, "cut_to_node", cut_to_node, cur, values, start_node if round_ == 0 else None)
+            cur = _run_pass(r, "ddmin_nodes", ddmin_nodes, cur, values)
+            cur, one_min = _run_pass(r, "one_minimal", one_minimal, cur, values)
+        for name, fn in (("drop_attributes", drop_attributes), ("simplify_values", simplify_values), ("halve_shapes", halve_shapes)):
+            cur = _run_pass(r, name, fn, cur)
+        if _digest(*cur) == before or r.out_of_time():
+            break
+    m, f = cur
+    if echo:
+        echo(f"reduced {n0} → {len(m.graph.node)} nodes in {r.checks} checks")
+    return Reduced(m, f, n0, len(m.graph.node), r.checks, time.perf_counter() - r.t0, one_min and not r.out_of_time(), r.log, r.stats)
+
+
+def _run_pass(r: Reducer, name: str, fn: Callable[..., Any], cur: Any, *args: Any) -> Any:
+    r.current_pass = name
+    r.stats.setdefault(name, PassStats())
+    return fn(r, cur, *args)
+
+
+State = tuple[onnx.ModelProto, dict[str, np.ndarray]]
+
+
+def _values(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str) -> dict[str, np.ndarray]:
+    """Every tensor's value on `engine` (one run with intermediates exposed)."""
     exposed, names = expose_intermediates(model)
     with tempfile.TemporaryDirectory(dir=pool.root) as d:
         p = Path(d) / "exposed.onnx"
         onnx.save(exposed, str(p))
-        res = pool.execute(p, feeds, names, engines=[value_engine])
-    prep, run = res[value_engine]
-    values: dict[str, np.ndarray] = dict(run.outputs) if run is not None and run.ok else {}
-    n0 = len(model.graph.node)
-    checks = 0
-    cache: dict[tuple[int, ...], bool] = {}
+        res = pool.execute(p, feeds, names, engines=[engine])
+    prep, run = res.get(engine, (None, None))
+    return dict(run.outputs) if run is not None and run.ok else {}
 
-    def test(keep: list[int]) -> bool:
-        nonlocal checks
-        key = tuple(sorted(keep))
-        if key in cache:
-            return cache[key]
-        if time.perf_counter() - t0 > budget:
-            return False
-        built = submodel(model, list(key), values, feeds)
-        if built is None:
-            cache[key] = False
-            return False
-        m, ins = built
-        checks += 1
-        with tempfile.TemporaryDirectory(dir=pool.root) as d:
-            path = Path(d) / "cand.onnx"
-            onnx.save(m, str(path))
-            j = judge_model(pool, m, path, ins)
-        ok = any(target.matches(f) for f in j.findings)
-        cache[key] = ok
-        return ok
 
-    items = list(range(n0))
-    if not values:
-        log.append(f"no intermediate values from {value_engine}; reducing by removal only")
-    # 1. the diverging / failing node alone, then it with its producers
-    if start_node and values:
-        idx = [i for i, n in enumerate(model.graph.node) if n.name == start_node]
-        if idx and test(idx):
-            items = idx
-            log.append(f"cut to the single node {start_node}")
-    # 2. ddmin over the nodes
+def _sub(r: Reducer, cur: State, values: dict[str, np.ndarray], keep: list[int]) -> State | None:
+    built = submodel(cur[0], keep, values, cur[1])
+    if built is None or not r.consider(*built):
+        return None
+    return built
+
+
+def cut_to_node(r: Reducer, cur: State, values: dict[str, np.ndarray], start_node: str | None) -> State:
+    """The diverging (or failing) node alone, fed the majority's values."""
+    if not start_node:
+        return cur
+    idx = [i for i, n in enumerate(cur[0].graph.node) if n.name == start_node]
+    got = _sub(r, cur, values, idx) if idx else None
+    if got is not None:
+        r.log.append(f"cut to the single node {start_node}")
+        return got
+    return cur
+
+
+def ddmin_nodes(r: Reducer, cur: State, values: dict[str, np.ndarray]) -> State:
+    items = list(range(len(cur[0].graph.node)))
+    best: State = cur
     n = 2
-    while len(items) >= 2 and time.perf_counter() - t0 < budget:
+    while len(items) >= 2 and not r.out_of_time():
         size = -(-len(items) // n)
         chunks = [items[i:i + size] for i in range(0, len(items), size)]
         for c in chunks:
             comp = [x for x in items if x not in c]
-            if comp and test(comp):
-                items, n = comp, max(n - 1, 2)
+            got = _sub(r, cur, values, comp) if comp else None
+            if got is not None:
+                items, n, best = comp, max(n - 1, 2), got
                 break
         else:
             if n >= len(items):
                 break
             n = min(len(items), 2 * n)
-    # 3. 1-minimality: no single node can go
-    one_min = True
+    return best
+
+
+def one_minimal(r: Reducer, cur: State, values: dict[str, np.ndarray]) -> tuple[State, bool]:
+    """No single node can be removed (or the budget ran out: then say so)."""
+    items = list(range(len(cur[0].graph.node)))
+    best = cur
     changed = True
     while changed and len(items) > 1:
         changed = False
         for x in list(items):
-            if time.perf_counter() - t0 > budget:
-                one_min = False
-                break
+            if r.out_of_time():
+                return best, False
             rest = [y for y in items if y != x]
-            if test(rest):
-                items, changed = rest, True
+            got = _sub(r, cur, values, rest)
+            if got is not None:
+                items, best, changed = rest, got, True
                 break
-    built = submodel(model, items, values, feeds) if values else None
-    if built is None:
-        built = (model, feeds)
-        items = list(range(n0))
-    cur_model, cur_feeds = built
+    return best, True
 
-    def check(m: onnx.ModelProto, ins: dict[str, np.ndarray]) -> bool:
-        nonlocal checks
-        if time.perf_counter() - t0 > budget:
-            return False
-        checks += 1
-        with tempfile.TemporaryDirectory(dir=pool.root) as d:
-            path = Path(d) / "cand.onnx"
-            onnx.save(m, str(path))
-            j = judge_model(pool, m, path, ins)
-        return any(target.matches(f) for f in j.findings)
 
-    # 4. simplify attributes: drop each one (back to its default) if the finding stays
-    for ni in range(len(cur_model.graph.node)):
-        for attr in [a.name for a in cur_model.graph.node[ni].attribute]:
+def drop_attributes(r: Reducer, cur: State) -> State:
+    """Each attribute back to its default, where the finding stays (so the root cause keeps only those that matter)."""
+    model, feeds = cur
+    for ni in range(len(model.graph.node)):
+        for attr in [a.name for a in model.graph.node[ni].attribute]:
             cand = onnx.ModelProto()
-            cand.CopyFrom(cur_model)
+            cand.CopyFrom(model)
             node = cand.graph.node[ni]
             keep = [a for a in node.attribute if a.name != attr]
             del node.attribute[:]
             node.attribute.extend(keep)
-            if onnx_guard.valid(cand) and check(cand, cur_feeds):
-                cur_model = cand
-                log.append(f"dropped attribute {attr} of {node.name}")
-    # 5. shrink tensor shapes: halve a dim of every input that has it (together, so broadcasts
-    #    still line up), then of each input alone, while the finding stays
-    groups = [list(cur_feeds)] + [[n] for n in cur_feeds] if len(cur_feeds) > 1 else [list(cur_feeds)]
+            if r.consider(cand, feeds):
+                model = cand
+                r.log.append(f"dropped attribute {attr} of {node.name}")
+    return model, feeds
+
+
+_NEUTRALISE: list[tuple[str, Callable[[np.ndarray], np.ndarray]]] = [
+    ("nan", lambda a: np.where(np.isnan(a), np.asarray(0.5, a.dtype), a)),
+    ("inf", lambda a: np.where(np.isinf(a), np.sign(a).astype(a.dtype), a)),
+    ("negative", lambda a: np.abs(a)),
+    ("zero", lambda a: np.where(a == 0, np.asarray(0.5, a.dtype), a)),
+    ("large", lambda a: np.where(np.abs(a) > 1e4, np.sign(a).astype(a.dtype), a)),
+]
+
+
+def simplify_values(r: Reducer, cur: State) -> State:
+    """Replace NaN, Inf, negatives, zeros and large values in float inputs wherever the finding does not need them."""
+    model, feeds = cur
+    for trait, fn in _NEUTRALISE:
+        floats = [k for k, v in feeds.items() if np.issubdtype(v.dtype, np.floating) and v.size]
+        cand = {k: (fn(v) if k in floats else v) for k, v in feeds.items()}
+        if all(np.array_equal(cand[k], feeds[k], equal_nan=True) for k in floats):
+            continue
+        if r.consider(model, cand):
+            feeds = cand
+            r.log.append(f"inputs without {trait} values")
+    return model, feeds
+
+
+def halve_shapes(r: Reducer, cur: State) -> State:
+    """Halve a dim of every input that has it (together, so broadcasts still line up), then of each input alone."""
+    model, feeds = cur
+    groups = [list(feeds)] + [[n] for n in feeds] if len(feeds) > 1 else [list(feeds)]
     for group in groups:
-        rank = max((cur_feeds[n].ndim for n in group), default=0)
+        rank = max((feeds[n].ndim for n in group), default=0)
         for axis in range(rank):
-            while time.perf_counter() - t0 < budget:
-                size = max((cur_feeds[n].shape[axis] for n in group if cur_feeds[n].ndim > axis), default=1)
-                members = [n for n in group if cur_feeds[n].ndim > axis and cur_feeds[n].shape[axis] == size]
+            while not r.out_of_time():
+                size = max((feeds[n].shape[axis] for n in group if feeds[n].ndim > axis), default=1)
+                members = [n for n in group if feeds[n].ndim > axis and feeds[n].shape[axis] == size]
                 if size <= 1 or not members:
                     break
-                ins = dict(cur_feeds)
+                ins = dict(feeds)
                 for n in members:
                     ins[n] = np.take(ins[n], np.arange((size + 1) // 2), axis=axis)
-                cand = _retyped(cur_model, ins)
-                if cand is None or not check(cand, ins):
+                cand = _retyped(model, ins)
+                if cand is None or not r.consider(cand, ins):
                     break
-                cur_model, cur_feeds = cand, ins
-    say(f"reduced {n0} → {len(items)} nodes in {checks} checks")
-    return Reduced(cur_model, cur_feeds, n0, len(cur_model.graph.node), checks, time.perf_counter() - t0,
-                   one_min and time.perf_counter() - t0 <= budget, log)
+                model, feeds = cand, ins
+    return model, feeds
+
+
+def _digest(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha1(model.SerializeToString())
+    for k in sorted(feeds):
+        a = np.ascontiguousarray(feeds[k])
+        h.update(k.encode() + str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
+    return h.hexdigest()
 
 
 def _retyped(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> onnx.ModelProto | None:
@@ -205,5 +319,3 @@ def _retyped(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> onnx.Model
             return None
     del inferred.graph.value_info[:]
     return inferred
-
-

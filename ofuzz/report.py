@@ -9,6 +9,8 @@ from pathlib import Path
 
 import onnx
 
+from ofuzz.rootcause import SEVERITY_NAMES
+from ofuzz.signature import finding_id
 from ofuzz.store import Store
 
 COLOURS = {"OLC": "#111", "OTC": "#1f77b4", "IDC": "#2ca02c", "ODC": "#ff7f0e", "SEC": "#9467bd", "SPC": "#d62728"}
@@ -92,6 +94,8 @@ def write_report(campaign_dir: Path) -> Path:
     counts = st.counts()
     engines = st.engine_stats()
     found = st.findings()
+    roots = st.root_causes()
+    triage_rows = st.triage_rows()
     st.close()
     parts = {m: [(r["elapsed"], r[m.lower()] * 100) for r in tl if r[m.lower()] is not None] for m in ("OLC", "OTC", "IDC", "ODC", "SEC", "SPC")}
     uniq = {"unique findings": [(r["elapsed"], r["unique_findings"]) for r in tl]}
@@ -106,8 +110,6 @@ def write_report(campaign_dir: Path) -> Path:
     for f in found:
         per[(f["engine"], f["status"])] += 1
     cards = []
-    from ofuzz.campaign import finding_id
-
     for f in found:
         det = f["detail"] or {}
         div = det.get("diverging") or {}
@@ -131,7 +133,7 @@ def write_report(campaign_dir: Path) -> Path:
             f"<p>{html.escape(f['summary'])}</p>{errs}<p class='sig'>{html.escape(f['signature'])}</p>"
             f"<p>first seen in model {html.escape(f['first_model'])}; reproduce: <code>{html.escape(cmd)}</code></p>"
             + (f"<details><summary>engine log</summary><pre>{html.escape(tail[-1500:])}</pre></details>" if tail else "")
-            + f"<details><summary>model graph</summary>{_graph_svg(model_file, div.get('node'))}</details></div>"
+            + "</div>"
         )
     share = f"{100 * own / elapsed:.1f}%" if own and elapsed else "n/a"
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>ofuzz report — {html.escape(str(campaign_dir))}</title>
@@ -143,6 +145,7 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}} .card{{border:1px
 Models generated {counts['generated']}, kept (new coverage) {counts['kept']}, run on engines {counts['run']}.
 Time inside engines (summed over parallel pools) {engine_time:.0f}s; ofuzz's own main-thread share of wall time {share}.
 <b>{len(found)}</b> unique findings.</p>
+{_triage_sections(campaign_dir, roots, triage_rows, len(found))}
 <h2>Coverage over time</h2>{_line_plot(parts, "operator-level coverage (%)", "%", ymax=100)}
 {_line_plot(uniq, "unique findings", "count")}
 <h2>Engines</h2><table><tr><th>engine</th><th>DCP</th><th>DCF</th><th>IF</th><th>MCF</th><th>engine s</th><th>version</th></tr>{''.join(rows)}</table>
@@ -151,7 +154,8 @@ Time inside engines (summed over parallel pools) {engine_time:.0f}s; ofuzz's own
 {''.join(f'<tr><td>{html.escape(e)}</td><td>{s}</td><td>{n}</td></tr>' for (e, s), n in sorted(per.items()))}</table>
 <p>Note: localisation reruns a model with every intermediate tensor exposed as an output; this can change an engine's
 fusion, so a divergence may vanish (reported as such) or move.</p>
-<h2>Findings</h2>{''.join(cards) or '<p>none</p>'}
+<details><summary><b>All {len(found)} raw signatures</b> (how findings looked before triage; a root cause lists its own)</summary>
+{''.join(cards) or '<p>none</p>'}</details>
 <h2>Settings</h2><pre>{html.escape(json.dumps(opts, indent=1))}</pre>
 </body></html>"""
     out = campaign_dir / "report.html"
@@ -159,3 +163,73 @@ fusion, so a divergence may vanish (reported as such) or move.</p>
     return out
 
 
+
+
+_CLASS_TITLES = {"drift": "Numerical drift (no node diverges on its own; not a bug)",
+                 "unsupported": "Unsupported constructs (capability gaps; listed once in the table below)",
+                 "undefined": "Inputs the ONNX spec leaves undefined (not a bug)",
+                 "split": "No majority (nobody can be blamed)",
+                 "unconfirmed": "Unconfirmed (did not come back on re-run; not counted)"}
+
+
+def _triage_sections(campaign_dir: Path, roots: list[dict], rows: list[dict], n_signatures: int) -> str:
+    """Root causes first (by engine, worst first), then the other classes collapsed, then the capability table."""
+    if not rows:
+        return "<h2>Root causes</h2><p>not triaged yet: run <code>ofuzz bugs DIR</code></p>"
+    by_class: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_class[r["klass"]].append(r)
+    out = [f"<h2>Root causes: {len(roots)}</h2><p>{n_signatures} raw signatures triaged: "
+           + ", ".join(f"{k} {len(v)}" for k, v in sorted(by_class.items())) + ". A root cause is a distinct defect of the blamed engine "
+           "(same reduced operators, remaining attributes and input traits); worst first.</p>"]
+    by_engine: dict[str, list[dict]] = defaultdict(list)
+    for r in roots:
+        by_engine[r["engine"]].append(r)
+    for eng, rs in sorted(by_engine.items()):
+        out.append(f"<h3>{html.escape(eng)}: {len(rs)}</h3><table><tr><th>id</th><th>severity</th><th>failure</th><th>operator(s)</th>"
+                   "<th>attributes</th><th>traits</th><th>signatures</th><th>occurrences</th><th>repro</th></tr>")
+        for r in rs:
+            k = r["key"]
+            repro = r.get("repro") or ""
+            nodes = r.get("nodes")
+            out.append(f"<tr><td>{r['id']}</td><td>{html.escape(SEVERITY_NAMES.get(r['severity'], str(r['severity'])))}</td>"
+                       f"<td>{html.escape(k['status'] + ' ' + k['failure'])}</td><td>{html.escape('+'.join(k['ops']))}</td>"
+                       f"<td>{html.escape(', '.join(k['attrs']))}</td><td>{html.escape(', '.join(k['traits']))}</td>"
+                       f"<td title='{html.escape(' / '.join(r['signatures']))}'>{len(r['signatures'])}</td><td>{r['occurrences']}</td>"
+                       f"<td><code>{html.escape(repro)}</code>{f' ({nodes} nodes)' if nodes is not None else ''}<br>"
+                       f"<small>{html.escape(str(r.get('summary', ''))[:160])}</small>"
+                       + (f"<details><summary>graph</summary>{_graph_svg(campaign_dir / repro / 'model.onnx', None)}</details>" if repro else "")
+                       + "</td></tr>")
+        out.append("</table>")
+    for klass, title in _CLASS_TITLES.items():
+        items = by_class.get(klass, [])
+        if not items:
+            continue
+        lis = "".join(f"<li><code>{html.escape(r['signature'])}</code> — {html.escape(_reason(r))}</li>" for r in items[:500])
+        out.append(f"<details><summary><b>{html.escape(title)}: {len(items)}</b></summary><ul>{lis}</ul></details>")
+    gaps: dict[str, dict] = {}
+    for r in by_class.get("unsupported", []):
+        g = (r["detail"].get("class_detail") or {}).get("gap")
+        if g:
+            gaps.setdefault(g["key"], {**g, "n": 0})["n"] += 1
+    if gaps:
+        out.append("<h3>Engine capability table (what each engine said it does not support)</h3><table><tr><th>engine</th><th>operator</th>"
+                   "<th>attribute</th><th>signatures</th></tr>" + "".join(
+                       f"<tr><td>{html.escape(g['engine'])}</td><td>{html.escape(str(g.get('op') or '?'))}</td>"
+                       f"<td>{html.escape(str(g.get('attribute') or ''))}</td><td>{g['n']}</td></tr>" for g in sorted(gaps.values(), key=lambda g: g["key"]))
+                   + "</table>")
+    return "".join(out)
+
+
+def _reason(row: dict) -> str:
+    d = row["detail"].get("class_detail") or {}
+    if "undefined" in d:
+        return d["undefined"].get("why", "")
+    if "gap" in d:
+        return f"{d['gap'].get('op') or '?'} {d['gap'].get('attribute') or ''} ({d['gap'].get('rule')})"
+    iso = d.get("isolation") or {}
+    if iso:
+        return iso.get("note") or "; ".join(iso.get("tried") or [])
+    if row["klass"] == "unconfirmed":
+        return f"status on re-run: {row['detail'].get('status_on_rerun', '?')}"
+    return ""

@@ -19,9 +19,9 @@ import onnx
 from ofuzz.engines.envs import python_for
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.generate import npz_bytes
-from ofuzz.judging import judge_model
-from ofuzz.oracle import FLOOR, MAX_BAD_FRACTION, REL_TOL
-from ofuzz.reduce import Target, reduce_model
+from ofuzz.judging import Policy, judge_model
+from ofuzz import compare
+from ofuzz.compare import RULE
 from ofuzz.runner import EnginePool
 
 REPRO_PY = '''"""Reproduce an ofuzz finding: {title}
@@ -40,26 +40,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from engine_adapter import {cls} as Engine  # the exact adapter ofuzz used
 
+from compare_rule import RULE  # the fuzzer's own comparison rule (its compare.py module, copied verbatim)
+
 FINDING = json.load(open(os.path.join(HERE, "finding.json")))
-REL_TOL, MAX_BAD, FLOOR = {rel}, {bad}, {floor}
-
-
-def differs(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    if got.shape != want.shape:
-        return f"shape {{got.shape}} vs expected {{want.shape}}"
-    a, b = got.astype(np.float64), want.astype(np.float64)
-    nan = np.isnan(a) != np.isnan(b)
-    inf = (np.isinf(a) | np.isinf(b)) & ~(np.isnan(a) | np.isnan(b)) & (a != b)
-    if nan.any() or inf.any():
-        return f"{{int(nan.sum())}} NaN and {{int(inf.sum())}} Inf mismatches"
-    fin = np.isfinite(a) & np.isfinite(b)
-    rel = np.where(fin, np.abs(a - b) / np.maximum(np.maximum(np.abs(a), np.abs(b)), FLOOR), 0)
-    bad = (rel > REL_TOL).mean() if rel.size else 0.0
-    limit = MAX_BAD if rel.size >= 1 / MAX_BAD else 0.0
-    if bad > limit:
-        return f"{{100 * bad:.2f}}% elements off (max abs {{np.abs(a - b)[fin].max():.3g}}, max rel {{rel.max():.3g}})"
-    return None
 
 
 def main():
@@ -84,9 +67,9 @@ def main():
         if name not in outs:
             print(f"REPRODUCED: output {{name}} missing")
             return 1
-        why = differs(outs[name], expected[name])
-        if why:
-            print(f"REPRODUCED: output {{name}} differs from the expected ({{FINDING['expected_from']}}): {{why}}")
+        c = RULE.compare(outs[name], expected[name], name)
+        if not c.ok:
+            print(f"REPRODUCED: output {{name}} differs from the expected ({{FINDING['expected_from']}}): {{c.describe()}}")
             found = True
     if not found:
         print("not reproduced: all outputs match the expected values")
@@ -99,41 +82,33 @@ if __name__ == "__main__":
 
 
 def export(spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_path: Path, inputs: dict[str, np.ndarray], out: Path,
-           reduce_budget: float = 60.0, pool: EnginePool | None = None) -> Path:
-    """Rerun the finding's model on its engines, reduce it, and write the repro directory.
+           reduce_budget: float = 60.0, pool: EnginePool | None = None, policy: Policy | None = None) -> Path:
+    """Re-judge the finding's model, classify it, reduce it if it is a bug, and write its folder (see `triage`).
 
     Pass a started `pool` to reuse its workers across findings: starting the
     engines (TensorFlow alone takes ~3 s) used to cost more than the reduction.
     """
+    from ofuzz.triage import triage_finding
+
     out.mkdir(parents=True, exist_ok=True)
     if pool is None:
         try:
             with EnginePool(list(spec_by_name.values()), out / ".pool") as own:
                 own.start()
-                return export(spec_by_name, finding, model_path, inputs, out, reduce_budget, own)
+                return export(spec_by_name, finding, model_path, inputs, out, reduce_budget, own, policy)
         finally:
             shutil.rmtree(out / ".pool", ignore_errors=True)
-    model = onnx.load(str(model_path))
-    shutil.copyfile(model_path, out / "original.onnx")
+    triage_finding(pool, spec_by_name, finding, model_path, inputs, out, reduce_budget, policy or Policy.default())
+    return out
+
+
+def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model: onnx.ModelProto,
+                inputs: dict[str, np.ndarray], reduction: dict[str, Any], policy: Policy, extra: dict[str, Any]) -> dict[str, Any]:
+    """Write model, inputs, every engine's outputs, expected outputs, repro.py and REPORT.md; return finding.json's content."""
     engine = finding["engine"]
-    reduction: dict[str, Any] = {"nodes_before": len(model.graph.node), "nodes_after": len(model.graph.node), "seconds": 0.0, "checks": 0}
-    judged = judge_model(pool, model, out / "original.onnx", inputs)
-    hit = next((f for f in judged.findings if f.signature == finding["signature"]), None)
-    hit = hit or next((f for f in judged.findings if f.engine == engine and f.status == finding["status"]), None)
-    if reduce_budget > 0 and hit is not None:
-        target = Target.of(hit)
-        start = ((judged.verdict.diverging or {}).get(engine) or {}).get("node")
-        if start is None and hit.op:
-            start = next((n.name for n in model.graph.node if n.op_type == hit.op), None)
-        value_engine = judged.verdict.expected_from if judged.verdict.expected_from and judged.verdict.expected_from != engine else next(
-            (e for e in ("reference", "onnxruntime") if e in pool.names and e != engine), engine)
-        red = reduce_model(pool, model, inputs, target, value_engine, budget=reduce_budget, start_node=start)
-        reduction = {"nodes_before": red.nodes_before, "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2),
-                     "checks": red.checks, "one_minimal": red.one_minimal}
-        model, inputs = red.model, red.inputs
     onnx.save(model, str(out / "model.onnx"))
     (out / "inputs.npz").write_bytes(npz_bytes(inputs))
-    judged = judge_model(pool, model, out / "model.onnx", inputs)
+    judged = judge_model(pool, model, out / "model.onnx", inputs, policy=policy)
     versions = pool.versions()
     v = judged.verdict
     outs: dict[str, dict[str, np.ndarray]] = {}
@@ -142,10 +117,7 @@ def export(spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_p
             outs[eng] = r.outcome.outputs
             (out / f"{eng}.outputs.npz").write_bytes(npz_bytes(r.outcome.outputs))
     expected_from = v.expected_from or ("reference" if "reference" in outs else next(iter(outs), ""))
-    if expected_from in outs:
-        (out / "expected.npz").write_bytes(npz_bytes(outs[expected_from]))
-    else:
-        (out / "expected.npz").write_bytes(npz_bytes({}))
+    (out / "expected.npz").write_bytes(npz_bytes(outs.get(expected_from, {})))
     repro_engine = engine if engine in spec_by_name else split_repro_engine(engine, expected_from, set(outs), spec_by_name)
     spec = spec_by_name.get(repro_engine or "")
     names = [o.name for o in model.graph.output]
@@ -154,18 +126,17 @@ def export(spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_p
         "engine": engine, "repro_engine": repro_engine, "status": finding["status"], "status_on_rerun": status_now, "signature": finding["signature"],
         "op": finding.get("op"), "summary": finding["summary"], "options": spec.options if spec else {},
         "inputs": list(inputs), "outputs": names, "expected_from": expected_from, "versions": versions, "reduction": reduction,
-        "reduced_ops": sorted({n.op_type for n in model.graph.node}),
+        "reduced_ops": sorted({n.op_type for n in model.graph.node}), **extra,
     }
     (out / "finding.json").write_text(json.dumps(info, indent=1, default=str))
     if spec is not None:
         adapter_file, _, cls = spec.adapter.rpartition(":")
         shutil.copyfile(adapter_file, out / "engine_adapter.py")
-        (out / "repro.py").write_text(REPRO_PY.format(title=finding["summary"][:100].replace('"', "'"), engine=repro_engine, cls=cls,
-                                                      rel=REL_TOL, bad=MAX_BAD_FRACTION, floor=FLOOR))
+        shutil.copyfile(compare.__file__, out / "compare_rule.py")
+        (out / "repro.py").write_text(REPRO_PY.format(title=finding["summary"][:100].replace('"', "'"), engine=repro_engine, cls=cls))
     _write_report(out, info, model, inputs, v, spec)
     info["repro_check"] = check_repro(out, spec)
-    (out / "finding.json").write_text(json.dumps(info, indent=1, default=str))
-    return out
+    return info
 
 
 def split_repro_engine(split: str, expected_from: str, ran: set[str], spec_by_name: dict[str, EngineSpec]) -> str | None:
@@ -226,7 +197,8 @@ def _write_report(out: Path, info: dict[str, Any], model: onnx.ModelProto, input
         "",
         f"`repro.py` needs only {eng}'s package and numpy; it loads `model.onnx` and `inputs.npz`, runs the engine",
         "through `engine_adapter.py` (the adapter the fuzzer used) and compares with `expected.npz`",
-        f"(relative error > {REL_TOL:g} on more than {MAX_BAD_FRACTION:.1%} of elements, NaN/Inf exactly).",
+        f"(relative error > {RULE.rel_tol:g} on more than {RULE.max_bad_fraction:.1%} of elements, NaN/Inf exactly; the rule is",
+        "`compare_rule.py`, the fuzzer's own comparison module, copied verbatim).",
         "Each engine's own outputs are in `<engine>.outputs.npz`. The model opens in Netron.",
     ]
     (out / "REPORT.md").write_text("\n".join(lines) + "\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from typing import Any
 
 _NODE = re.compile(r"\bn\d+_([A-Z][A-Za-z0-9]*)")
@@ -46,17 +47,57 @@ def failing_op(*texts: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Signature:
+    """A finding's signature as a record; `render()` is the string the store keys on, `parse()` its inverse.
+
+    DCF: engine|DCF|category|op.  Failures: engine|status|kind|etype|op|message.
+    Why a type: the reducer and the tests used to parse the string by position.
+    """
+
+    engine: str
+    status: str
+    kind: str = ""  # DCF: the mismatch category (value, nan, inf, shape, ...); else exception | crash | timeout | ...
+    etype: str = ""  # exception type or signal name (failures only)
+    op: str = "?"
+    text: str = ""  # normalised message (failures only)
+
+    def render(self) -> str:
+        if self.status == "DCF":
+            return f"{self.engine}|DCF|{self.kind}|{self.op}"
+        return f"{self.engine}|{self.status}|{self.kind}|{self.etype}|{self.op}|{self.text}"
+
+    @staticmethod
+    def parse(s: str) -> "Signature":
+        parts = s.split("|", 5)
+        if len(parts) >= 2 and parts[1] == "DCF" and len(parts) == 4:
+            return Signature(parts[0], "DCF", parts[2], op=parts[3])
+        if parts[0] == "split" and len(parts) == 4:
+            return Signature(parts[1], parts[2], parts[3], op="?")
+        parts += [""] * (6 - len(parts))
+        return Signature(parts[0], parts[1], parts[2], parts[3], parts[4] or "?", parts[5])
+
+    @property
+    def failure(self) -> str:
+        """What a reduction must keep: the failure kind and type (IF/MCF), or the diverging op (DCF)."""
+        return self.op if self.status == "DCF" else f"{self.kind}|{self.etype}"
+
+
 def signature(engine: str, status: str, outcome: Any, diverging: dict[str, Any] | None = None, category: str = "") -> str:
+    return make_signature(engine, status, outcome, diverging, category).render()
+
+
+def make_signature(engine: str, status: str, outcome: Any, diverging: dict[str, Any] | None = None, category: str = "") -> Signature:
     if status == "DCF":
         op = (diverging or {}).get("op") or "?"
-        return f"{engine}|DCF|{category or (diverging or {}).get('category', '')}|{op}"
+        return Signature(engine, "DCF", category or (diverging or {}).get("category", ""), op=op)
     kind = getattr(outcome, "kind", "")
     etype = getattr(outcome, "etype", "") or getattr(outcome, "signal", "")
     msg = getattr(outcome, "message", "") or ""
     tail = getattr(outcome, "log_tail", "") or ""
     op = failing_op(msg, tail) or "?"
     text = normalise(msg) if msg else normalise(_last_error_line(tail))
-    return f"{engine}|{status}|{kind}|{etype}|{op}|{text}"
+    return Signature(engine, status, kind, etype, op, text)
 
 
 def _last_error_line(tail: str) -> str:

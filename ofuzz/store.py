@@ -39,9 +39,18 @@ CREATE TABLE IF NOT EXISTS timeline (
   unique_findings INTEGER NOT NULL, engine_time REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS chooser_nodes (id INTEGER PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS root_causes (
+  id TEXT PRIMARY KEY, severity INTEGER NOT NULL, engine TEXT NOT NULL, key TEXT NOT NULL, signatures TEXT NOT NULL,
+  occurrences INTEGER NOT NULL, first_model TEXT, repro TEXT, nodes INTEGER, summary TEXT, detail TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS triage (signature TEXT PRIMARY KEY, klass TEXT NOT NULL, root TEXT, detail TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS models_by_id ON models (id);
 CREATE INDEX IF NOT EXISTS occurrences_by_signature ON occurrences (signature);
 """
+
+
+class StoreError(RuntimeError):
+    """The campaign store cannot be used; the message says why and what to do (one line)."""
 
 
 class Store:
@@ -49,10 +58,15 @@ class Store:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / "models").mkdir(exist_ok=True)
-        self.db = sqlite3.connect(str(self.root / "campaign.sqlite"), isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
+        path = self.root / "campaign.sqlite"
+        try:
+            self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path}: not a usable campaign store ({exc}); it was left untouched — restore it from a copy, "
+                             f"or start a new campaign with another --out") from None
 
     # -- meta -------------------------------------------------------------------
     def get_meta(self, key: str, default: Any = None) -> Any:
@@ -106,7 +120,56 @@ class Store:
             d["time"] += t or 0.0
         return out
 
+    def root_causes(self) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT id, severity, engine, key, signatures, occurrences, first_model, repro, nodes, summary, detail "
+                               "FROM root_causes ORDER BY severity, engine, occurrences DESC, id").fetchall()
+        out = []
+        for r in rows:
+            d = dict(zip(("id", "severity", "engine", "key", "signatures", "occurrences", "first_model", "repro", "nodes", "summary", "detail"), r))
+            for k in ("key", "signatures", "detail"):
+                d[k] = json.loads(d[k])
+            out.append(d)
+        return out
+
+    def triage_classes(self) -> dict[str, list[str]]:
+        """Class -> signatures, as the last triage left them."""
+        out: dict[str, list[str]] = {}
+        for sig, klass in self.db.execute("SELECT signature, klass FROM triage ORDER BY signature"):
+            out.setdefault(klass, []).append(sig)
+        return out
+
+    def triage_rows(self) -> list[dict[str, Any]]:
+        return [{"signature": s, "klass": k, "root": r, "detail": json.loads(d)}
+                for s, k, r, d in self.db.execute("SELECT signature, klass, root, detail FROM triage ORDER BY signature")]
+
+    def finding_model_ids(self) -> set[str]:
+        """Ids of models that hold at least one finding (their files are kept)."""
+        return {r[0] for r in self.db.execute("SELECT DISTINCT m.id FROM occurrences o JOIN models m ON m.idx = o.idx")}
+
+    def is_finding_model(self, model_id: str) -> bool:
+        row = self.db.execute("SELECT 1 FROM occurrences o JOIN models m ON m.idx = o.idx WHERE m.id=? LIMIT 1", (model_id,)).fetchone()
+        return row is not None
+
     # -- writing ------------------------------------------------------------------
+    def replace_triage(self, roots: list[dict[str, Any]], per_signature: list[tuple[str, str, str | None, dict[str, Any]]]) -> None:
+        """Replace the derived tables in one transaction (classes are recomputed; raw findings are never touched)."""
+        cur = self.db.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            cur.execute("DELETE FROM root_causes")
+            cur.execute("DELETE FROM triage")
+            for r in roots:
+                cur.execute("INSERT INTO root_causes VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                            (r["id"], r["severity"], r["engine"], json.dumps(r["key"]), json.dumps(r["signatures"]), r["occurrences"],
+                             r.get("first_model"), r.get("repro"), r.get("nodes"), r.get("summary", ""),
+                             json.dumps({k: v for k, v in r.items() if k not in ("key", "signatures")}, default=str)))
+            cur.executemany("INSERT INTO triage VALUES (?,?,?,?)", [(s, k, root, json.dumps(d, default=str)) for s, k, root, d in per_signature])
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+
+    # -- writing models -------------------------------------------------------------
     def commit_model(
         self, idx: int, model: dict[str, Any], records: list[list[Any]] | None, engine_runs: list[tuple[str, str, float, float]],
         findings: list[dict[str, Any]], timeline: dict[str, Any], chooser_rows: list[dict[str, Any]],

@@ -1,0 +1,107 @@
+"""Root causes: findings clustered by what their reduced repro holds, ranked by severity.
+
+A signature says how a failure looked; a root cause says what triggers it.
+Localisation naming another node, or a message differing by a word, used to
+split one defect into many findings, while one message could hide repros with
+different operators.  After reduction the repro is small and every part of it
+matters, so its content is the key: blamed engine, failure class, the reduced
+operator(s), the non-default attributes that remain (names; string-valued modes
+with their value) and the input-value traits the finding still needs.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+
+# Severity: lower is worse.  crash/hang > wrong shape or dtype > wrong values > NaN/Inf handling > failures to run/convert.
+SEVERITY = {"crash": 0, "hang": 0, "shape": 1, "dtype": 1, "missing": 1, "value": 2, "nan": 3, "inf": 3, "failure": 4, "inference": 4, "conversion": 5}
+SEVERITY_NAMES = {0: "crash/hang", 1: "wrong shape/dtype", 2: "wrong values", 3: "NaN/Inf handling", 4: "inference failure", 5: "conversion failure"}
+
+
+@dataclass(frozen=True)
+class RootKey:
+    engine: str
+    status: str  # MCF | IF | DCF
+    failure: str  # crash:SIGSEGV | hang | exception:RuntimeError | value | nan | shape ...
+    ops: tuple[str, ...]
+    attrs: tuple[str, ...]
+    traits: tuple[str, ...]
+
+    def id(self) -> str:
+        return "rc-" + hashlib.sha1(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:8]
+
+    def severity(self) -> int:
+        head = self.failure.split(":")[0]
+        if head in ("crash", "exit", "oom"):
+            return 0
+        if head == "timeout":
+            return 0
+        if self.status == "DCF":
+            return SEVERITY.get(head, 2)
+        return SEVERITY["inference"] if self.status == "IF" else SEVERITY["conversion"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "id": self.id(), "severity": self.severity()}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "RootKey":
+        return RootKey(d["engine"], d["status"], d["failure"], tuple(d["ops"]), tuple(d["attrs"]), tuple(d["traits"]))
+
+
+def failure_of(status: str, category: str = "", kind: str = "", etype: str = "") -> str:
+    """The failure class part of a key: DCF category, or outcome kind with exception type / signal."""
+    if status == "DCF":
+        return category or "value"
+    if kind in ("crash", "exit", "oom"):
+        return f"{kind}:{etype}" if etype else kind
+    if kind == "timeout":
+        return "timeout"
+    return f"{kind or 'exception'}:{etype}" if etype else (kind or "exception")
+
+
+def attr_marks(model: onnx.ModelProto) -> tuple[str, ...]:
+    """Attributes left after reduction (each was tried back at its default and the finding needed it).
+    Names only, except string-valued modes whose value is the point (auto_pad=SAME_UPPER, mode=cubic)."""
+    marks = set()
+    for n in model.graph.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.STRING:
+                marks.add(f"{n.op_type}.{a.name}={a.s.decode(errors='replace')}")
+            elif a.type in (onnx.AttributeProto.TENSOR, onnx.AttributeProto.GRAPH):
+                continue
+            else:
+                marks.add(f"{n.op_type}.{a.name}")
+    return tuple(sorted(marks))
+
+
+def value_traits(feeds: dict[str, np.ndarray]) -> tuple[str, ...]:
+    """Input-value traits of a repro: the ones a reduced repro still has are the ones its finding needs."""
+    t: set[str] = set()
+    for a in feeds.values():
+        a = np.asarray(a)
+        if a.size == 0:
+            t.add("empty")
+            continue
+        if np.issubdtype(a.dtype, np.floating):
+            if np.isnan(a).any():
+                t.add("nan")
+            if np.isposinf(a).any() or np.isneginf(a).any():
+                t.add("inf")
+            fin = a[np.isfinite(a)]
+            if fin.size and (np.abs(fin) > 1e4).any():
+                t.add("large")
+            if (fin < 0).any():
+                t.add("negative")
+            if (fin == 0).any():
+                t.add("zero")
+    return tuple(sorted(t))
+
+
+def key_of(engine: str, status: str, failure: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> RootKey:
+    ops = tuple(sorted({n.op_type for n in model.graph.node}))
+    return RootKey(engine, status, failure, ops, attr_marks(model), value_traits(feeds))

@@ -1,0 +1,174 @@
+"""Triage: turn a campaign's raw findings into root causes a maintainer can trust.
+
+For each finding (one signature), in long-lived engine pools:
+1. re-judge its first model with the full policy (isolation check, noise
+   classes, reference gaps); a finding that does not come back is
+   `unconfirmed` and not counted;
+2. a finding whose class is not `bug` (drift, unsupported, undefined, split)
+   is recorded with its reason and not reduced;
+3. a bug is reduced, unless a finding with the same pre-key (engine, status,
+   isolated operator and its string-valued modes, or the same signature) is
+   already the representative of its cluster: then it is attached to it;
+4. `cluster` keys every representative by its reduced repro (`rootcause`) and
+   writes the root causes to the store, ranked by severity.
+Everything is recomputed from the raw signatures, which are never changed.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ofuzz.engines.registry import EngineSpec
+from ofuzz.isolate import DEFECT
+from ofuzz.judging import BUG, SPLIT, Finding, Judged, Policy, judge_model
+from ofuzz.oracle import DCP
+from ofuzz.reduce import Target, reduce_model
+from ofuzz.repro import write_repro
+from ofuzz.rootcause import RootKey, failure_of, key_of
+from ofuzz.runner import EnginePool
+from ofuzz.signature import Signature, finding_id
+
+UNCONFIRMED = "unconfirmed"
+
+
+class Representatives:
+    """Pre-key -> the finding id reduced for it; shared by the export threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_key: dict[str, str] = {}
+
+    def claim(self, key: str, fid: str) -> str | None:
+        """Become the representative of `key`, or get the one that already is."""
+        with self.lock:
+            if key in self.by_key:
+                return self.by_key[key]
+            self.by_key[key] = fid
+            return None
+
+
+def pre_key(hit: Finding, judged: Judged) -> str:
+    """What two findings must share to be worth one reduction."""
+    if hit.status == "DCF":
+        iso = judged.isolated.get(hit.engine)
+        modes = sorted(f"{k}={v}" for k, v in (iso.info.get("attrs", {}) if iso is not None else {}).items() if isinstance(v, str))
+        return json.dumps([hit.engine, "DCF", (iso.info.get("category") if iso is not None else ""), hit.op, modes])
+    return hit.signature
+
+
+def _hit(judged: Judged, finding: dict[str, Any]) -> Finding | None:
+    """The re-run's finding that is this one: same signature, else same engine and status; a blame
+    that the current oracle turns into a no-majority split comes back as that split."""
+    same = next((f for f in judged.findings if f.signature == finding["signature"]), None)
+    same = same or next((f for f in judged.findings if f.engine == finding["engine"] and f.status == finding["status"]), None)
+    if same is None and finding["status"] == "DCF" and judged.verdict.split:
+        same = next((f for f in judged.findings if f.klass == SPLIT and finding["engine"] in f.engine.split("+")), None)
+    return same
+
+
+def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_path: Path,
+                   inputs: dict[str, np.ndarray], out: Path, budget: float, policy: Policy, reps: Representatives | None = None) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    model = onnx.load(str(model_path))
+    shutil.copyfile(model_path, out / "original.onnx")
+    engine = finding["engine"]
+    judged = judge_model(pool, model, out / "original.onnx", inputs, policy=policy)
+    hit = _hit(judged, finding)
+    base = {"engine": engine, "status": finding["status"], "signature": finding["signature"], "op": finding.get("op"),
+            "summary": finding["summary"], "versions": pool.versions(), "excluded": judged.verdict.excluded}
+    if hit is None:
+        now = judged.verdict.results.get(engine)
+        return _record(out, {**base, "klass": UNCONFIRMED, "status_on_rerun": now.status if now else "?"})
+    base.update({"klass": hit.klass, "rerun_signature": hit.signature, "class_detail": _class_detail(hit)})
+    if hit.klass != BUG:
+        return _record(out, base)
+    key = pre_key(hit, judged)
+    fid = finding_id(finding["signature"])
+    rep = reps.claim(key, fid) if reps is not None else None
+    if rep is not None:
+        return _record(out, {**base, "attached_to": rep, "pre_key": key})
+    must_agree = {e for e, r in judged.verdict.results.items() if r.status == DCP and e not in judged.verdict.excluded}
+    iso = judged.isolated.get(engine)
+    start_model, start_feeds = model, inputs
+    start_node = ((judged.verdict.diverging or {}).get(engine) or {}).get("node")
+    if hit.status == "DCF" and iso is not None and iso.verdict == DEFECT and iso.model is not None:
+        start_model, start_feeds, start_node = iso.model, iso.feeds, None  # the node alone already shows it
+    elif start_node is None and hit.op:
+        start_node = next((n.name for n in model.graph.node if n.op_type == hit.op), None)
+    value_engine = next((e for e in ("reference", "onnxruntime", *sorted(must_agree)) if e in must_agree), engine)
+    reduction: dict[str, Any] = {"nodes_before": len(model.graph.node), "nodes_after": len(start_model.graph.node), "seconds": 0.0, "checks": 0}
+    red_model, red_feeds = start_model, start_feeds
+    outcome = judged.verdict.results[engine].outcome
+    if getattr(outcome, "kind", "") == "timeout":
+        budget = 0  # every check of a hang costs the engine's whole timeout: keep the model as found
+        reduction["note"] = "hangs are not reduced (each check would cost the engine's timeout)"
+    if budget > 0:
+        red = reduce_model(pool, start_model, start_feeds, Target.of(hit), value_engine, budget=budget, start_node=start_node,
+                           policy=policy, must_agree=must_agree)
+        reduction = {"nodes_before": len(model.graph.node), "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2), "checks": red.checks,
+                     "one_minimal": red.one_minimal, "isolated_first": start_model is not model,
+                     "passes": {k: vars(v) for k, v in red.passes.items()}, "log": red.log[:30]}
+        red_model, red_feeds = red.model, red.inputs
+    sig = Signature.parse(hit.signature)
+    category = (hit.detail.get("diverging") or {}).get("category") or sig.kind
+    failure = failure_of(hit.status, category, getattr(outcome, "kind", ""), getattr(outcome, "etype", "") or getattr(outcome, "signal", ""))
+    root = key_of(engine, hit.status, failure, red_model, red_feeds)
+    info = write_repro(out, pool, spec_by_name, {**finding, "op": hit.op or finding.get("op")}, red_model, red_feeds, reduction, policy,
+                       {**base, "pre_key": key, "root": root.to_json()})
+    return _record(out, info)
+
+
+def _class_detail(hit: Finding) -> dict[str, Any]:
+    d = hit.detail
+    for k in ("undefined", "gap"):
+        if k in d:
+            return {k: d[k]}
+    iso = d.get("isolation")
+    return {"isolation": {k: iso.get(k) for k in ("verdict", "op", "node", "note", "tried", "first") if k in iso}} if iso else {}
+
+
+def _record(out: Path, info: dict[str, Any]) -> dict[str, Any]:
+    (out / "finding.json").write_text(json.dumps(info, indent=1, default=str))
+    return info
+
+
+def cluster(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, Any]:
+    """Group the triaged findings into root causes (by the representative's reduced repro) and count the classes."""
+    infos: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        p = campaign_dir / "repros" / finding_id(f["signature"]) / "finding.json"
+        if p.is_file():
+            infos[finding_id(f["signature"])] = {**json.loads(p.read_text()), "_row": f}
+    roots: dict[str, dict[str, Any]] = {}
+    classes: dict[str, list[str]] = {}
+    for fid, info in infos.items():
+        klass = info.get("klass", UNCONFIRMED)
+        rep = info if "root" in info else infos.get(info.get("attached_to", ""), {})
+        if klass == BUG and "root" not in rep:
+            klass = "pending"  # attached to a representative whose export has not finished
+        classes.setdefault(klass, []).append(fid)
+        if klass != BUG:
+            continue
+        key = RootKey.from_json(rep["root"])
+        rc = roots.setdefault(key.id(), {"id": key.id(), "key": key.to_json(), "severity": key.severity(), "engine": key.engine,
+                                         "signatures": [], "findings": [], "occurrences": 0, "first_idx": None, "first_model": None,
+                                         "repro": None, "nodes": None})
+        row = info["_row"]
+        rc["signatures"].append(row["signature"])
+        rc["findings"].append(fid)
+        rc["occurrences"] += int(row.get("count", 1))
+        if rc["first_idx"] is None or row["first_idx"] < rc["first_idx"]:
+            rc["first_idx"], rc["first_model"] = row["first_idx"], row["first_model"]
+        if "root" in info:
+            nodes = info.get("reduction", {}).get("nodes_after", 10**9)
+            if rc["nodes"] is None or nodes < rc["nodes"]:
+                rc["nodes"], rc["repro"], rc["summary"] = nodes, f"repros/{fid}", info.get("summary", "")
+                rc["repro_check"] = info.get("repro_check", "")
+    ranked = sorted(roots.values(), key=lambda r: (r["severity"], r["engine"], -r["occurrences"], r["id"]))
+    return {"root_causes": ranked, "classes": {k: sorted(v) for k, v in classes.items()}}

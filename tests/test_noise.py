@@ -1,0 +1,375 @@
+"""Noise classes (noise/*.yaml through ofuzz/noise.py): capability gaps, spec-undefined results,
+reference-evaluator gaps, and the loader's one-line errors.
+
+The messages below are verbatim from real engine runs through ofuzz's workers (single-op models,
+opset 17, November 2026); log tails are kept from their last relevant line.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from ofuzz.noise import Gap, NoiseError, load_noise, noise_dir
+
+MNN_LOG = ("\nThe device supports: i8sdot:0, fp16:0, i8mm: 0, sve2: 0, sme2: 0\nStart to Convert Other Model Format To MNN Model..., "
+           "target version: 3.6\n[07:16:17] :46: ONNX Model ir version: 8\n[07:16:17] :47: ONNX Model opset version: 17\n"
+           "Start to Optimize the MNN Net...\n")
+
+
+def mnn_not_support(op: str) -> str:
+    # MNN 3.6.1 converter (x86), prepare stage, ConversionError
+    line = f"[07:16:17] :220: These Op Not Support: ONNX::{op}"
+    return f"MNN conversion failed (exit 0): {line}{MNN_LOG}{line} \nConverted Failed!"
+
+
+ORT_TAIL = ("    sess.initialize_session(providers, provider_options, disabled_optimizers)\n"
+            "onnxruntime.capi.onnxruntime_pybind11_state.NotImplemented: ")
+
+# (engine, message, log_tail, rule, op, attribute)
+CAPTURED = [
+    # MNN 3.6.1 converter
+    ("mnn", mnn_not_support("IsNaN"), "", "mnn-op-not-supported", "IsNaN", None),
+    ("mnn", mnn_not_support("IsInf"), "", "mnn-op-not-supported", "IsInf", None),
+    ("mnn", mnn_not_support("Hardmax"), "", "mnn-op-not-supported", "Hardmax", None),
+    ("mnn", mnn_not_support("Bernoulli"), "", "mnn-op-not-supported", "Bernoulli", None),
+    ("mnn", "MNN conversion failed (exit 0): Convert Onnx's Op y , type = LSTM, failed, may be some node is not const" + MNN_LOG
+     + "MNN LSTM Don't support activation: HardSigmoid\nConvert Onnx's Op y , type = LSTM, failed, may be some node is not const\n"
+     "MNN LSTM Don't support activation: HardSigmoid\nConvert Onnx's Op y , type = LSTM, failed, may be some node is not const\n"
+     "[07:16:17] :220: These Op Not Support: ONNX::LSTM \nConverted Failed!", "", "mnn-lstm-activation", "LSTM", "activations"),
+    ("mnn", "MNN converter killed by SIGABRT after: corrupted size vs. prev_size" + MNN_LOG.replace("Start to Optimize",
+     "[07:16:17] :149: Check it out ==> y has empty input, the index is 3\nStart to Optimize")
+     + "MNN LSTM not support sequence_lens, all batch must be seq_length, the result may has error\n"
+     "Use While to compute LSTM, if don't want it, add --useOriginRNNImpl \ncorrupted size vs. prev_size", "",
+     "mnn-lstm-sequence-lens", "LSTM", "sequence_lens"),
+    # onnxruntime 1.32.0 (CPU provider), float64 inputs / layout=1
+    ("onnxruntime", "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Acos(7) node with name 'n0_Acos'",
+     ORT_TAIL + "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Acos(7) node with name 'n0_Acos'\n",
+     "onnxruntime-no-kernel", "Acos", None),
+    ("onnxruntime", ("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Hardmax(13) node with name "
+                     "'n0_Hardmax'"), "", "onnxruntime-no-kernel", "Hardmax", None),
+    ("onnxruntime", ("[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: /onnxruntime_src/onnxruntime/core/providers/cpu/rnn/"
+     "lstm_base.h:53 onnxruntime::LSTMBase::LSTMBase(const onnxruntime::OpKernelInfo&) layout_ == 0 was false. Batchwise recurrent "
+     "operations (layout == 1) are not supported. If you need support create a github issue with justification.\n"), "",
+     "onnxruntime-rnn-batchwise-layout", "LSTM", "layout"),
+    ("onnxruntime", ("[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: /onnxruntime_src/onnxruntime/core/providers/cpu/rnn/"
+     "deep_cpu_gru.h:56 onnxruntime::DeepCpuGruOp::DeepCpuGruOp(const onnxruntime::OpKernelInfo&) layout_ == 0 was false. Batchwise "
+     "recurrent operations (layout == 1) are not supported. If you need support create a github issue with justification.\n"), "",
+     "onnxruntime-rnn-batchwise-layout", "GRU", "layout"),
+    # onnx 1.23.2 reference evaluator
+    ("reference", ("No registered implementation for operator 'GlobalLpPool' and domain '', schema.has_function is False, "
+     "schema.has_context_dependent_function is False. You may either add one or skip the test in 'backend_reference_test.py'. "
+     "Available implementations:\nAbs, Acos, Acosh, Add, AffineGrid, And, ArgMax, ArgMin, Asin, Asinh,"), "",
+     "reference-op-missing", "GlobalLpPool", None),
+    ("reference", "No implementation for operator 'DequantizeLinear' domain '' and version 17, found 19, 21, 23, 25, None.", "",
+     "reference-op-version-missing", "DequantizeLinear", None),
+    ("reference", "GridSample interpolation only supports nearest, linear, and cubic modes.",
+     ('  File "/work/main/.venv/lib/python3.11/site-packages/onnx/reference/ops/op_grid_sample.py", line 361, in _run\n'
+     "    raise RuntimeError(\nRuntimeError: GridSample interpolation only supports nearest, linear, and cubic modes.\n"),
+     "reference-gridsample-mode", "GridSample", "mode"),
+    ("reference", "Unknown activation function 'Relu'.",
+     ('  File "/work/main/.venv/lib/python3.11/site-packages/onnx/reference/ops/op_rnn.py", line 73, in choose_act\n'
+     "    raise RuntimeError(f\"Unknown activation function {name!r}.\")\nRuntimeError: Unknown activation function 'Relu'.\n"),
+     "reference-rnn-activation", "RNN", "activations"),
+    # onnx2tf 1.29.24 (TensorFlow 2.19); tflite converts with the same onnx2tf and gave the same messages
+    ("tensorflow", "\x1b[31mERROR:\x1b[0m storage_order option is not implemented yet.",
+     ('  File "/root/.cache/ofuzz/envs/tensorflow-e7fca9eedfe4/lib/python3.11/site-packages/onnx2tf/ops/MaxPool.py", line 206, '
+     "in make_node\n    raise NotImplementedError(error_msg)\nNotImplementedError: \x1b[31mERROR:\x1b[0m storage_order option is "
+     "not implemented yet.\n"), "onnx2tf-option-not-implemented", "MaxPool", "storage_order"),
+    ("tflite", ("\x1b[31mERROR:\x1b[0m MaxPoolWithArgmax with dilations is not yet implemented. Pull requests are welcome. \n"
+     "graph_node.name: n0_MaxPool, dilations: [2, 2]"),
+     ('  File "/root/.cache/ofuzz/envs/tensorflow-e7fca9eedfe4/lib/python3.11/site-packages/onnx2tf/ops/MaxPool.py", line 194, '
+     "in make_node\n    raise NotImplementedError(error_msg)\nNotImplementedError: \x1b[31mERROR:\x1b[0m MaxPoolWithArgmax with "
+     "dilations is not yet implemented. Pull requests are welcome. \ngraph_node.name: n0_MaxPool, dilations: [2, 2]\n"),
+     "onnx2tf-attribute-not-implemented", "MaxPool", "dilations"),
+    ("tensorflow", "No module named 'onnx2tf.ops.CastLike'",
+     ("\x1b[31mERROR:\x1b[0m CastLike OP is not yet implemented.\n\nTraceback (most recent call last):\n"
+     "ModuleNotFoundError: No module named 'onnx2tf.ops.CastLike'\n"), "onnx2tf-op-missing", "CastLike", None),
+    # the test double's seeded "prepare:unsupported" fault (backends/testdouble/adapter.py)
+    ("testdouble", "test double: operator Celu is not supported", "", "testdouble-unsupported", "Celu", None),
+]
+
+# Failures that are bugs or something else, never a capability gap (also real messages, same versions).
+ORDINARY = [
+    ("onnxruntime", ("[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : Got invalid dimensions for input: x for the following indices\n "
+     "index: 0 Got: 3 Expected: 2\n Please fix either the inputs/outputs or the model.")),
+    ("onnxruntime", ("[ONNXRuntimeError] : 10 : INVALID_GRAPH : Load model from /tmp/noisecap/models/Mish_1.onnx failed:This is an "
+     "invalid model. In Node, (\"n0_Mish\", Mish, \"\", -1) : (\"x\": tensor(float),) -> (\"y\": tensor(float),) , Error No Op "
+     "registered for Mish with domain_version of 17")),
+    ("reference", "cannot reshape array of size 4 into shape (1,2,4)"),
+    ("reference", "p < 0, p > 1 or p contains NaNs"),
+    ("reference", "No registered schema for operator 'Mish' and domain ''. Did you recompile the sources after updating the repository?"),
+    ("tensorflow", "'NoneType' object is not subscriptable"),
+    ("tensorflow", ("You are passing KerasTensor(type_spec=TensorSpec(shape=(2, 3, 4, 5), dtype=tf.float32, name='x'), name='x', "
+     "description=\"created by layer 'x'\"), an intermediate TF-Keras symbolic input/output, to a TF API that does not allow "
+     "registering custom dispatchers")),
+    ("mnn", "MNN converter killed by SIGSEGV after: Use While to compute LSTM, if don't want it, add --useOriginRNNImpl" + MNN_LOG),
+    ("mnn", "Compute Shape Error for n0_Mean"),
+    ("mnn", "code expected at least 16 arguments, got 15"),
+]
+
+
+@pytest.fixture(scope="module")
+def nc():
+    return load_noise()
+
+
+# --- unsupported ---------------------------------------------------------------------------------
+
+
+def test_shipped_files_load(nc):
+    assert noise_dir() == Path(__file__).resolve().parents[1] / "noise"
+    assert {Path(s).name for s in nc.sources} == {"unsupported.yaml", "undefined.yaml", "reference_gaps.yaml"}
+    assert len(nc.unsupported_rules) >= 10 and len(nc.undefined_rules) >= 10 and len(nc.reference_gap_rules) >= 10
+
+
+def test_every_unsupported_rule_matches_a_captured_message(nc):
+    unmatched = [r.name for r in nc.unsupported_rules if not any(r.match(e, m, t) for e, m, t, *_ in CAPTURED)]
+    assert not unmatched, f"rules without a captured message: {unmatched}"
+
+
+@pytest.mark.parametrize("engine,message,tail,rule,op,attribute", CAPTURED, ids=[f"{c[0]}-{c[3]}-{c[4]}" for c in CAPTURED])
+def test_captured_message_is_a_gap(nc, engine, message, tail, rule, op, attribute):
+    assert nc.unsupported(engine, message, tail) == Gap(engine, op, attribute, rule)
+
+
+@pytest.mark.parametrize("engine,message", ORDINARY)
+def test_ordinary_failures_are_not_gaps(nc, engine, message):
+    assert nc.unsupported(engine, message, message) is None
+
+
+def test_engine_families_are_explicit(nc):
+    msg = mnn_not_support("IsNaN")
+    for engine in ("mnn", "mnn-arm:n1", "mnn-arm:a53", "mnn35"):
+        assert nc.unsupported(engine, msg).op == "IsNaN", engine
+    for engine in ("onnxruntime", "reference", "tensorflow", "mnnx", "my_engine.py:Mnn"):
+        assert nc.unsupported(engine, msg) is None, engine
+    tf_msg = "\x1b[31mERROR:\x1b[0m storage_order option is not implemented yet."
+    assert nc.unsupported("tflite", tf_msg, op_hint="MaxPool").key() == "tflite|MaxPool|storage_order"
+    assert nc.unsupported("onnxruntime-noopt", CAPTURED[6][1]).op == "Acos"
+
+
+def test_op_falls_back_to_the_hint_and_must_be_an_onnx_op(nc):
+    tf_msg = "\x1b[31mERROR:\x1b[0m storage_order option is not implemented yet."
+    assert nc.unsupported("tensorflow", tf_msg).op is None  # no traceback, no hint: unknown, not guessed
+    assert nc.unsupported("tensorflow", tf_msg, op_hint="MaxPool").op == "MaxPool"
+    assert nc.unsupported("tensorflow", tf_msg, op_hint="NotAnOp").op is None
+    assert nc.unsupported("mnn", "These Op Not Support: ONNX::Frobnicate").key() == "mnn||"
+
+
+# --- undefined -----------------------------------------------------------------------------------
+
+
+def node(op: str, n_in: int = 1, n_out: int = 1, **attrs) -> onnx.NodeProto:
+    return helper.make_node(op, [f"i{k}" for k in range(n_in)], [f"o{k}" for k in range(n_out)], **attrs)
+
+
+F, I32 = np.float32, np.int32
+
+
+def test_cast_float_to_int(nc):
+    cast = node("Cast", to=TensorProto.INT32)
+    assert nc.undefined(cast, [np.array([np.nan, 1], F)]).rule == "cast-nan-to-int"
+    assert nc.undefined(cast, [np.array([-np.inf, 1], F)]).rule == "cast-inf-to-int"
+    assert nc.undefined(cast, [np.array([3e9, 1], F)]).rule == "cast-out-of-range-to-int"
+    assert nc.undefined(cast, [np.array([0.5, 1], F)]) is None
+    assert nc.undefined(cast, [np.array([2147483520.0, -2147483648.0], F)]) is None  # the extremes float32 can hold
+    assert nc.undefined(node("Cast", to=TensorProto.UINT8), [np.array([-1.5], F)]).rule == "cast-out-of-range-to-int"
+    assert nc.undefined(node("Cast", to=TensorProto.UINT8), [np.array([-0.5, 255.9], F)]) is None  # truncation stays in range
+    assert nc.undefined(node("Cast", to=TensorProto.BOOL), [np.array([np.nan], F)]) is None  # spec: all else to True
+    assert nc.undefined(node("Cast", to=TensorProto.INT8), [np.array([200], np.int16)]) is None  # int->int wraps, defined
+    assert "undefined if OOR" in nc.undefined(cast, [np.array([np.nan], F)]).why
+
+
+def test_castlike_uses_the_second_inputs_type(nc):
+    assert nc.undefined(node("CastLike", 2), [np.array([300.0], F), np.zeros(1, np.int8)]).rule == "castlike-out-of-range-to-int"
+    assert nc.undefined(node("CastLike", 2), [np.array([100.0], F), np.zeros(1, np.int8)]) is None
+    assert nc.undefined(node("CastLike", 2), [np.array([np.nan], F), np.zeros(1, F)]) is None
+
+
+def test_integer_division_by_zero(nc):
+    assert nc.undefined(node("Div", 2), [np.array([1, 2], I32), np.array([0, 1], I32)]).rule == "int-div-by-zero"
+    assert nc.undefined(node("Div", 2), [np.array([1, 2], F), np.array([0, 1], F)]) is None  # IEEE: ±Inf/NaN
+    assert nc.undefined(node("Div", 2), [np.array([1, 2], I32), np.array([3, 1], I32)]) is None
+    assert nc.undefined(node("Div", 2), [np.array([1, 2], I32), None]) is None  # unknown divisor: not claimed
+    assert nc.undefined(node("Mod", 2), [np.array([5], np.int64), np.array([0], np.int64)]).rule == "int-mod-by-zero"
+    assert nc.undefined(node("Mod", 2, fmod=1), [np.array([5], F), np.array([0], F)]) is None  # spec: NaN
+
+
+def test_indices_out_of_range(nc):
+    data = np.zeros((3, 5), F)
+    gather = node("Gather", 2, axis=1)
+    assert nc.undefined(gather, [data, np.array([0, 7], np.int64)]).rule == "index-out-of-range"
+    assert nc.undefined(gather, [data, np.array([0, -5, 4], np.int64)]) is None
+    assert nc.undefined(gather, [data, np.array([-6], np.int64)]).rule == "index-out-of-range"
+    assert nc.undefined(node("Gather", 2), [data, np.array([4], np.int64)]).rule == "index-out-of-range"  # axis 0 has size 3
+    ge = node("GatherElements", 2, axis=-1)
+    assert nc.undefined(ge, [data, np.array([[0, 5]] * 3, np.int64)]).rule == "index-out-of-range"
+    assert nc.undefined(ge, [data, np.array([[0, 4]] * 3, np.int64)]) is None
+    assert nc.undefined(node("GatherND", 2), [data, np.array([[2, 5]], np.int64)]).rule == "nd-index-out-of-range"
+    assert nc.undefined(node("GatherND", 2), [data, np.array([[2, 4], [-3, -5]], np.int64)]) is None
+    assert nc.undefined(node("GatherND", 2, batch_dims=1), [data, np.array([[5]] * 3, np.int64)]).rule == "nd-index-out-of-range"
+    se = node("ScatterElements", 3, axis=1)
+    assert nc.undefined(se, [data, np.array([[9]], np.int64), np.ones((1, 1), F)]).rule == "index-out-of-range"
+    assert nc.undefined(node("ScatterND", 3), [data, np.array([[3, 0]], np.int64), np.ones(1, F)]).rule == "nd-index-out-of-range"
+
+
+def test_scatter_duplicates_and_other_spec_gaps(nc):
+    data = np.zeros((3, 5), F)
+    se = node("ScatterElements", 3, axis=1)
+    assert nc.undefined(se, [data, np.array([[1, -4]], np.int64), np.ones((1, 2), F)]).rule == "scatter-elements-duplicate-indices"
+    assert nc.undefined(se, [data, np.array([[1, 2]], np.int64), np.ones((1, 2), F)]) is None
+    add = node("ScatterElements", 3, axis=1, reduction="add")
+    assert nc.undefined(add, [data, np.array([[1, 1]], np.int64), np.ones((1, 2), F)]) is None
+    assert nc.undefined(se, [data, np.array([[1], [1]], np.int64), np.ones((2, 1), F)]) is None  # different rows: no clash
+    snd = node("ScatterND", 3)
+    assert nc.undefined(snd, [data, np.array([[0], [-3]], np.int64), np.ones((2, 5), F)]).rule == "scatter-nd-duplicate-indices"
+    assert nc.undefined(snd, [data, np.array([[0], [1]], np.int64), np.ones((2, 5), F)]) is None
+    assert nc.undefined(node("TopK", 2, 2, sorted=0), [np.ones(4, F), np.array([2], np.int64)]).rule == "topk-unsorted"
+    assert nc.undefined(node("TopK", 2, 2), [np.ones(4, F), np.array([2], np.int64)]) is None
+    assert nc.undefined(node("Bernoulli"), [np.full(3, 0.5, F)]).rule == "bernoulli-sampling"
+    dropout = node("Dropout", 3)
+    assert nc.undefined(dropout, [np.ones(3, F), np.array(0.5, F), np.array(True)]).rule == "dropout-training"
+    assert nc.undefined(dropout, [np.ones(3, F), np.array(0.5, F), np.array(False)]) is None
+    assert nc.undefined(dropout, [np.ones(3, F), np.array(0.0, F), np.array(True)]) is None
+
+
+# --- reference gaps ------------------------------------------------------------------------------
+
+
+def recurrent(op: str, *, seq_lens: bool = False, **attrs) -> onnx.NodeProto:
+    ins = ["X", "W", "R", "B", "sequence_lens"] if seq_lens else ["X", "W", "R"]
+    return helper.make_node(op, ins, ["Y"], hidden_size=4, **attrs)
+
+
+X4, X3 = np.ones((1, 2, 4, 4), F), np.ones((1, 2, 4), F)
+REFERENCE_GAPS = [
+    # (rule, node, inputs, opset) hit, then its near miss
+    ("lpnormalization-p1", node("LpNormalization", p=1), [X4], 17),
+    ("globalmaxpool-rank", node("GlobalMaxPool"), [X3], 17),
+    ("maxpool-indices", node("MaxPool", 1, 2, kernel_shape=[2, 2]), [X4], 17),
+    ("maxpool-same-lower", node("MaxPool", kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_LOWER"), [X4], 17),
+    ("maxpool-same-upper-not-2d", node("MaxPool", kernel_shape=[2], auto_pad="SAME_UPPER"), [X3], 17),
+    ("recurrent-clip", recurrent("LSTM", clip=0.5), [None] * 3, 17),
+    ("recurrent-activations", recurrent("RNN", activations=["Relu"]), [None] * 3, 17),
+    ("recurrent-sequence-lens", recurrent("GRU", seq_lens=True), [None] * 5, 17),
+    ("lstm-input-forget", recurrent("LSTM", input_forget=1), [None] * 3, 17),
+    ("lppool-nan", node("LpPool", kernel_shape=[2, 2]), [np.where(X4 > 0, np.nan, X4)], 17),
+    ("convtranspose-group", node("ConvTranspose", 2, group=2), [X4, np.ones((2, 1, 2, 2), F)], 17),
+    ("gridsample-opset16-modes", node("GridSample", 2, mode="bilinear"), [X4, np.zeros((1, 2, 2, 2), F)], 17),
+    ("globallppool-missing", node("GlobalLpPool"), [X4], 17),
+    ("dequantizelinear-below-19", node("DequantizeLinear", 2), [np.ones(3, np.uint8), np.array(0.1, F)], 17),
+]
+NEAR_MISSES = [
+    ("lpnormalization-p1", node("LpNormalization", p=2), [X4], 17),
+    ("globalmaxpool-rank", node("GlobalMaxPool"), [X4], 17),
+    ("maxpool-indices", node("MaxPool", kernel_shape=[2, 2]), [X4], 17),
+    ("maxpool-same-lower", node("MaxPool", kernel_shape=[2, 2], auto_pad="VALID"), [X4], 17),
+    ("maxpool-same-upper-not-2d", node("MaxPool", kernel_shape=[2, 2], auto_pad="SAME_UPPER"), [X4], 17),
+    ("recurrent-clip", recurrent("LSTM", direction="reverse"), [None] * 3, 17),
+    ("recurrent-activations", recurrent("GRU", linear_before_reset=1), [None] * 3, 17),
+    ("recurrent-sequence-lens", recurrent("GRU"), [None] * 3, 17),
+    ("lstm-input-forget", recurrent("LSTM", input_forget=0), [None] * 3, 17),
+    ("lppool-nan", node("LpPool", kernel_shape=[2, 2]), [X4], 17),
+    ("convtranspose-group", node("ConvTranspose", 2, group=1), [X4, np.ones((2, 1, 2, 2), F)], 17),
+    ("gridsample-opset16-modes", node("GridSample", 2), [X4, np.zeros((1, 2, 2, 2), F)], 17),
+    ("gridsample-opset16-modes", node("GridSample", 2, mode="nearest"), [X4, np.zeros((1, 2, 2, 2), F)], 17),
+    ("globallppool-missing", node("GlobalAveragePool"), [X4], 17),
+    ("dequantizelinear-below-19", node("DequantizeLinear", 2), [np.ones(3, np.uint8), np.array(0.1, F)], 19),
+]
+
+
+def test_every_reference_gap_rule_is_exercised(nc):
+    assert {r.name for r in nc.reference_gap_rules} == {c[0] for c in REFERENCE_GAPS} == {c[0] for c in NEAR_MISSES}
+
+
+@pytest.mark.parametrize("rule,n,inputs,opset", REFERENCE_GAPS, ids=[c[0] for c in REFERENCE_GAPS])
+def test_reference_gap_hit(nc, rule, n, inputs, opset):
+    text = next(r.text for r in nc.reference_gap_rules if r.name == rule)
+    assert nc.reference_gap(n, inputs, opset) == text
+
+
+@pytest.mark.parametrize("rule,n,inputs,opset", NEAR_MISSES, ids=[f"{c[0]}-{c[1].op_type}" for c in NEAR_MISSES])
+def test_reference_gap_near_miss(nc, rule, n, inputs, opset):
+    assert nc.reference_gap(n, inputs, opset) is None
+
+
+def lppool_model(x_as_initializer: np.ndarray | None = None, rank: int = 4, op: str = "LpPool") -> onnx.ModelProto:
+    shape = [1, 2, 4, 4][:rank]
+    attrs = {"kernel_shape": [2] * (rank - 2)} if op == "LpPool" else {}
+    n = helper.make_node(op, ["x"], ["y"], name="pool", **attrs)
+    inits = [numpy_helper.from_array(x_as_initializer, "x")] if x_as_initializer is not None else []
+    ins = [] if inits else [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)]
+    g = helper.make_graph([n], "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_reference_gaps_in_a_model(nc):
+    lppool_nan = next(r.text for r in nc.reference_gap_rules if r.name == "lppool-nan")
+    assert nc.reference_gaps_in(lppool_model()) == [f"pool: {lppool_nan}"]  # input values unknown: possibly NaN
+    assert nc.reference_gaps_in(lppool_model(), {"x": X4}) == []
+    assert nc.reference_gaps_in(lppool_model(), {"x": np.where(X4 > 0, np.nan, X4)}) == [f"pool: {lppool_nan}"]
+    assert nc.reference_gaps_in(lppool_model(X4)) == []  # an initializer without NaN is known
+    assert nc.reference_gaps_in(lppool_model(rank=3, op="GlobalMaxPool"))[0].startswith("pool: reference GlobalMaxPool")
+    assert nc.reference_gaps_in(lppool_model(rank=4, op="GlobalMaxPool")) == []  # rank from the graph input
+
+
+# --- loader errors -------------------------------------------------------------------------------
+
+GOOD_UNSUPPORTED = "unsupported:\n  - name: ok\n    engines: [mnn]\n    patterns: ['Not Support: (?P<op>\\w+)']\n"
+BAD_FILES = [
+    ("unknown key", "unsupported:\n  - name: bad1\n    engines: [mnn]\n    patterns: ['x']\n    colour: red\n",
+     "entry 1 (bad1): unknown key"),
+    ("bad regex", GOOD_UNSUPPORTED + "  - name: bad2\n    engines: [mnn]\n    patterns: ['Not (Support']\n", "entry 2 (bad2): pattern"),
+    ("bad group", "unsupported:\n  - name: bad3\n    engines: [mnn]\n    patterns: ['(?P<operator>\\w+) failed']\n", "(bad3): pattern"),
+    ("empty match", "unsupported:\n  - name: bad4\n    engines: [mnn]\n    patterns: ['.*']\n", "matches an empty message"),
+    ("unknown predicate", "undefined:\n  - name: bad5\n    ops: [Div]\n    why: w\n    when:\n      - has_nans: 1\n",
+     "unknown predicate 'has_nans'"),
+    ("unknown op", "reference_gaps:\n  - name: bad6\n    ops: [MaxPooling]\n    reason: r\n", "unknown ONNX op type 'MaxPooling'"),
+    ("not a list", "undefined:\n  - name: bad7\n    ops: Cast\n    why: w\n", "ops must be a non-empty list"),
+    ("when not a list", "undefined:\n  - name: bad8\n    ops: [Cast]\n    why: w\n    when: {has_nan: 0}\n", "when must be a list"),
+    ("unknown attribute", ("undefined:\n  - name: bad9\n    ops: [LpNormalization, Div]\n    why: w\n    when:\n"
+     "      - attr_equals: {p: 1}\n"), "unknown attribute 'p' for op Div"),
+    ("input index", "undefined:\n  - name: bad10\n    ops: [Div]\n    why: w\n    when:\n      - has_zero: 2\n",
+     "beyond the inputs of Div"),
+    ("missing key", "reference_gaps:\n  - name: bad11\n    ops: [Div]\n", "missing key(s) ['reason']"),
+    ("duplicate", GOOD_UNSUPPORTED + GOOD_UNSUPPORTED.split("\n", 1)[1], "entry 2 (ok): duplicate name"),
+    ("yaml syntax", "unsupported:\n  - name: bad13\n    engines: [mnn\n    patterns: ['x']\n",
+     "entry 0 (top level): YAML syntax error at line"),
+    ("unknown section", "unsupported: []\nundefind: []\n", "unknown section(s) ['undefind']"),
+]
+
+
+@pytest.mark.parametrize("what,text,expected", BAD_FILES, ids=[b[0] for b in BAD_FILES])
+def test_malformed_file_gives_one_line(tmp_path, what, text, expected):
+    path = tmp_path / "mine.yaml"
+    path.write_text(text)
+    with pytest.raises(NoiseError) as exc:
+        load_noise([path])
+    msg = str(exc.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: entry "), msg
+    assert expected in msg and "; " in msg, msg
+
+
+def test_user_file_extends_the_shipped_ones(tmp_path):
+    (tmp_path / "mine.yaml").write_text(GOOD_UNSUPPORTED.replace("ok", "my-rule").replace("[mnn]", "[myengine]"))
+    nc = load_noise([noise_dir(), tmp_path])
+    assert nc.unsupported("myengine", "Not Support: Relu") == Gap("myengine", "Relu", None, "my-rule")
+    assert nc.unsupported("mnn", mnn_not_support("IsNaN")).rule == "mnn-op-not-supported"
+
+
+def test_colour_codes_are_removed_before_matching(tmp_path):
+    (tmp_path / "mine.yaml").write_text("unsupported:\n  - name: anchored\n    engines: [tensorflow]\n"
+                                        "    patterns: ['^ERROR: (?P<attribute>\\w+) option']\n")
+    gap = load_noise([tmp_path]).unsupported("tensorflow", "\x1b[31mERROR:\x1b[0m storage_order option is not implemented yet.")
+    assert gap is not None and gap.attribute == "storage_order"
+
+
+def test_noise_imports_no_engine_library():
+    code = "import sys, ofuzz.noise; bad = {'onnxruntime', 'MNN', 'tensorflow', 'onnx2tf'} & set(sys.modules); assert not bad, bad"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])

@@ -1,0 +1,124 @@
+"""Triage: reduction validity, capability gaps, root-cause keys, the known-bugs store, one-line errors on bad stores."""
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from ofuzz.engines.registry import resolve
+from ofuzz.judging import UNSUPPORTED, Policy, judge_model
+from ofuzz.known import KnownBugs, KnownError
+from ofuzz.reduce import Target, reduce_model
+from ofuzz.rootcause import RootKey, key_of, value_traits
+from ofuzz.runner import EnginePool
+from ofuzz.store import Store
+
+F = onnx.TensorProto.FLOAT
+
+
+def double(name: str, faults: dict[str, str]):
+    return dataclasses.replace(resolve(["testdouble"])[0], name=name, options={"faults": faults})
+
+
+def mod_model() -> onnx.ModelProto:
+    n = helper.make_node("Mod", ["x", "y"], ["z"], name="n0_Mod", fmod=1)
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", F, [2, 3, 4]), helper.make_tensor_value_info("y", F, [2, 3, 4])],
+                          [helper.make_tensor_value_info("z", F, [2, 3, 4])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_reduction_never_accepts_a_candidate_another_engine_cannot_run(tmp_path):
+    # float Mod needs fmod=1: without it onnxruntime refuses the model, while the reference (and the test double built on
+    # it) computes np.mod; the finding would survive the drop, but the candidate is no longer a valid model
+    rng = np.random.default_rng(0)
+    feeds = {"x": rng.uniform(-3, 3, (2, 3, 4)).astype(np.float32), "y": rng.uniform(0.5, 2, (2, 3, 4)).astype(np.float32)}
+    specs = [double("testdouble", {"Mod": "run:offby"}), double("cleandouble", {}), *resolve(["onnxruntime", "reference"])]
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        path = tmp_path / "m.onnx"
+        onnx.save(mod_model(), str(path))
+        j = judge_model(pool, mod_model(), path, feeds)
+        (f,) = [f for f in j.findings if f.engine == "testdouble"]
+        agree = {e for e, r in j.verdict.results.items() if r.status == "DCP"}
+        assert agree == {"cleandouble", "onnxruntime", "reference"}
+        red = reduce_model(pool, mod_model(), feeds, Target.of(f), "reference", budget=60, must_agree=agree)
+        assert [a.name for a in red.model.graph.node[0].attribute] == ["fmod"]
+        unchecked = reduce_model(pool, mod_model(), feeds, Target.of(f), "reference", budget=60, must_agree=set())
+        assert not unchecked.model.graph.node[0].attribute  # what the validity check prevents
+        assert red.passes["drop_attributes"].tried >= 1 and red.passes["drop_attributes"].accepted == 0
+
+
+def test_an_engine_saying_not_supported_is_a_capability_gap_not_a_bug(tmp_path):
+    n = helper.make_node("Celu", ["x"], ["y"], name="n0_Celu")
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    with EnginePool([double("testdouble", {"Celu": "prepare:unsupported"}), *resolve(["onnxruntime", "reference"])], tmp_path / "pool") as pool:
+        pool.start()
+        j = judge_model(pool, model, path, {"x": np.ones((2, 3), np.float32)}, policy=Policy.default())
+    (f,) = j.findings
+    assert f.status == "MCF" and f.klass == UNSUPPORTED and f.detail["gap"]["key"] == "testdouble|Celu|"
+
+
+def test_root_key_ignores_numbers_but_keeps_modes_and_needed_traits():
+    def conv(pad: str, k: int) -> onnx.ModelProto:
+        n = helper.make_node("MaxPool", ["x"], ["y"], name="n0_MaxPool", auto_pad=pad, kernel_shape=[k, k])
+        g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", F, [1, 1, 5, 5])], [helper.make_tensor_value_info("y", F, [1, 1, 5, 5])])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+    x = {"x": np.ones((1, 1, 5, 5), np.float32)}
+    a = key_of("mnn", "DCF", "value", conv("SAME_UPPER", 2), x)
+    b = key_of("mnn", "DCF", "value", conv("SAME_UPPER", 3), x)
+    c = key_of("mnn", "DCF", "value", conv("SAME_LOWER", 2), x)
+    assert a.id() == b.id() != c.id()
+    assert "MaxPool.auto_pad=SAME_UPPER" in a.attrs and "MaxPool.kernel_shape" in a.attrs
+    assert value_traits({"x": np.array([np.nan, -1.0, 0.0], np.float32)}) == ("nan", "negative", "zero")
+    assert RootKey.from_json(a.to_json()) == a
+    crash = RootKey("mnn", "IF", "crash:SIGSEGV", ("Slice",), (), ())
+    conv_fail = RootKey("mnn", "MCF", "exception:ConversionError", ("IsNaN",), (), ())
+    nan = RootKey("mnn", "DCF", "nan", ("Max",), (), ("nan",))
+    shape = RootKey("mnn", "DCF", "shape", ("Resize",), (), ())
+    assert crash.severity() < shape.severity() < a.severity() < nan.severity() < conv_fail.severity()
+
+
+def test_known_bugs_store_remembers_and_rejects_a_corrupt_file(tmp_path):
+    kb = KnownBugs(tmp_path / "known.sqlite")
+    root = {"id": "rc-1", "engine": "mnn", "key": {"ops": ["TopK"]}, "summary": "tie order"}
+    assert kb.remember([root], [{"key": "mnn|IsNaN|", "engine": "mnn", "op": "IsNaN"}], "c1") == 1
+    assert kb.remember([root], [], "c2") == 0
+    assert kb.known_ids() == {"rc-1"} and kb.known_gaps() == {"mnn|IsNaN|"}
+    kb.close()
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(KnownError) as e:
+        KnownBugs(bad)
+    assert str(bad) in str(e.value) and "\n" not in str(e.value)
+    assert bad.read_bytes() == b"this is not a database" * 100  # left untouched
+    other = tmp_path / "other.sqlite"
+    sqlite3.connect(str(other)).execute("CREATE TABLE known_root_causes (id TEXT)")
+    with pytest.raises(KnownError, match="lacks columns"):
+        KnownBugs(other)
+    with pytest.raises(KnownError, match="no known-bugs store"):
+        KnownBugs(tmp_path / "missing.sqlite", create=False)
+
+
+def test_cli_gives_one_line_errors_for_a_corrupt_store_or_known_file(tmp_path):
+    camp = tmp_path / "c"
+    Store(camp).close()
+    bad_known = tmp_path / "k.sqlite"
+    bad_known.write_bytes(b"garbage" * 300)
+    r = subprocess.run([sys.executable, "-m", "ofuzz.cli", "bugs", str(camp), "--no-triage", "--known", str(bad_known)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "not a known-bugs store" in r.stderr and "Traceback" not in r.stderr
+    (camp / "campaign.sqlite").write_bytes(b"garbage" * 300)
+    for cmd in (["bugs", str(camp), "--no-triage"], ["findings", str(camp)], ["report", str(camp)]):
+        r = subprocess.run([sys.executable, "-m", "ofuzz.cli", *cmd], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "not a usable campaign store" in r.stderr and "Traceback" not in r.stderr, (cmd, r.stderr[-500:])
+    assert (camp / "campaign.sqlite").read_bytes() == b"garbage" * 300
