@@ -71,7 +71,8 @@ class Stats:
 
 
 class Campaign:
-    def __init__(self, corpus: Corpus, specs: list[EngineSpec], opts: CampaignOptions, out: Path, resume: bool = False) -> None:
+    def __init__(self, corpus: Corpus, specs: list[EngineSpec], opts: CampaignOptions, out: Path, resume: bool = False,
+                 known_gaps: set[str] | None = None) -> None:
         self.corpus, self.specs, self.opts = corpus, specs, opts
         self.store = Store(out)
         self.out = Path(out)
@@ -83,6 +84,10 @@ class Campaign:
         self.gen_opts = GenerateOptions(blocks=opts.blocks, graph=opts.graph, mutations=opts.mutations, prefer=opts.prefer)
         self.signatures = self.store.signatures()
         self.policy = Policy.default()
+        # engine -> {(op, attribute or None)} it said it does not support: such models are not sent to it again
+        self.gaps: dict[str, set[tuple[str, str | None]]] = {}
+        for key in known_gaps or ():
+            self._learn_gap(*(key.split("|") + ["", ""])[:3])
         if resume:
             for recs in self.store.all_records():
                 self.coverage.add(OpRecord.from_json(r) for r in recs)
@@ -93,6 +98,9 @@ class Campaign:
             for f in self.store.findings():
                 k = f["detail"].get("klass", "bug")
                 self.stats.classes[k] = self.stats.classes.get(k, 0) + 1
+                g = f["detail"].get("gap")
+                if k == "unsupported" and g:
+                    self._learn_gap(g["engine"], g.get("op") or "", g.get("attribute") or "")
             self.stats.elapsed_before = self.store.last_elapsed()
             for eng, d in self.store.engine_stats().items():
                 self.stats.by_engine[eng] = {k: v for k, v in d.items() if k != "time"}
@@ -131,6 +139,21 @@ class Campaign:
             return False
         return True
 
+    def _learn_gap(self, engine: str, op: str, attribute: str) -> None:
+        if engine and op:
+            self.gaps.setdefault(engine, set()).add((op, attribute or None))
+
+    def _skips(self, m: GeneratedModel) -> dict[str, str]:
+        """Engines this model is not sent to: it holds a construct the engine already said it does not support."""
+        out: dict[str, str] = {}
+        for eng, gaps in self.gaps.items():
+            for node in m.model.graph.node:
+                hit = next((g for g in gaps if g[0] == node.op_type and (g[1] is None or any(a.name == g[1] for a in node.attribute))), None)
+                if hit is not None:
+                    out[eng] = f"{hit[0]}{'.' + hit[1] if hit[1] else ''} is unsupported"
+                    break
+        return out
+
     def _save_files(self, m: GeneratedModel) -> Path:
         return m.save(self.out / "models")
 
@@ -140,7 +163,7 @@ class Campaign:
         try:
             if self._stopping.is_set():
                 return None, 0.0
-            return judge_model(pool, m.model, path, m.inputs, self.opts.localise, self.policy), time.perf_counter() - t0
+            return judge_model(pool, m.model, path, m.inputs, self.opts.localise, self.policy, self._skips(m)), time.perf_counter() - t0
         finally:
             pools.put(pool)
 
@@ -154,6 +177,14 @@ class Campaign:
                 d = self.stats.by_engine.setdefault(eng, {})
                 d[r.status] = d.get(r.status, 0) + 1
                 self.stats.engine_time += r.prepare_time + r.run_time
+            for eng in judged.verdict.skipped:
+                runs.append((eng, "SKIP", 0.0, 0.0))
+                d = self.stats.by_engine.setdefault(eng, {})
+                d["SKIP"] = d.get("SKIP", 0) + 1
+            for f in judged.findings:
+                g = f.detail.get("gap")
+                if f.klass == "unsupported" and g:
+                    self._learn_gap(g["engine"], g.get("op") or "", g.get("attribute") or "")
             findings = [f.to_json() for f in judged.findings if f.blamed or judged.verdict.split]
             for f in findings:
                 f["detail"] = {**f.get("detail", {}), "model": m.id, "versions": self._versions, "klass": f.get("klass", "bug")}

@@ -306,7 +306,10 @@ def _progress_table(c) -> Table:
     t.add_row("per second", f"this session: {c.session_generated / dt:.1f} generated, {c.session_kept / dt:.1f} kept, {c.session_run / dt:.1f} run")
     t.add_row("coverage", f"OLC {100 * cov['OLC']:.1f}%  (" + ", ".join(f"{m} {100 * cov[m]:.1f}%" for m in METRICS) + ")")
     for eng, d in sorted(s.by_engine.items()):
-        t.add_row(eng, "  ".join(f"{k} {d.get(k, 0)}" for k in ("DCP", "DCF", "IF", "MCF")))
+        total = sum(d.get(k, 0) for k in ("DCP", "DCF", "IF", "MCF", "SKIP"))
+        compared = d.get("DCP", 0) + d.get("DCF", 0)
+        t.add_row(eng, "  ".join(f"{k} {d.get(k, 0)}" for k in ("DCP", "DCF", "IF", "MCF", "SKIP"))
+                  + f"   compared {100 * compared / max(total, 1):.0f}%")
     t.add_row("unique signatures", f"{s.unique}  (" + ", ".join(f"{k} {n}" for k, n in sorted(s.classes.items())) + "; triage after the budget clusters them into root causes)")
     if getattr(c, "unavailable", None):
         t.add_row("skipped engines", "; ".join(f"{k}: {v}" for k, v in c.unavailable.items()))
@@ -376,7 +379,11 @@ def campaign(
         specs = resolve(opts.engines)
     except EngineError as exc:
         fail(str(exc))
-    c = Campaign(_corpus(None), specs, opts, out, resume=resume is not None)
+    kb = _load_known(known, create=False)
+    known_gaps = kb.known_gaps() if kb else set()
+    if kb:
+        kb.close()
+    c = Campaign(_corpus(None), specs, opts, out, resume=resume is not None, known_gaps=known_gaps)
     interrupted = False
     last = [0.0]
     with Live(_progress_table(c), console=console, refresh_per_second=2, transient=False) as live:

@@ -93,11 +93,14 @@ def excluded_voters(pool: EnginePool, model: onnx.ModelProto, inputs: dict[str, 
 
 
 def judge_model(pool: EnginePool, model: onnx.ModelProto, model_path: Path, inputs: dict[str, np.ndarray], do_localise: bool = True,
-                policy: Policy | None = None) -> Judged:
+                policy: Policy | None = None, skip: dict[str, str] | None = None) -> Judged:
+    """`skip`: engine -> why the model is not sent to it (a construct it already said it does not support)."""
     policy = policy or Policy()
     names = output_names(model)
     excluded = excluded_voters(pool, model, inputs, policy)
-    v = judge(pool.execute(model_path, inputs, names), names, declared_shapes(model), excluded)
+    engines = [e for e in pool.names if e not in (skip or {})]
+    v = judge(pool.execute(model_path, inputs, names, engines=engines), names, declared_shapes(model), excluded)
+    v.skipped = dict(skip or {})
     findings: list[Finding] = []
     isolated: dict[str, Any] = {}
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)

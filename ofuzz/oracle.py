@@ -48,11 +48,12 @@ class Verdict:
     expected_from: str = ""
     diverging: dict[str, Any] = field(default_factory=dict)  # engine -> localisation
     excluded: dict[str, str] = field(default_factory=dict)  # engine -> why it did not vote
+    skipped: dict[str, str] = field(default_factory=dict)  # engine -> why the model was not sent to it
 
     def to_json(self) -> dict[str, Any]:
         return {
             "majority": self.majority, "split": self.split, "expected_from": self.expected_from,
-            "diverging": self.diverging, "excluded": self.excluded,
+            "diverging": self.diverging, "excluded": self.excluded, "skipped": self.skipped,
             "engines": {
                 k: {"status": r.status, "blamed": r.blamed, "prepare_time": r.prepare_time, "run_time": r.run_time,
                     "outcome": r.outcome.to_json() if r.outcome is not None else None,

@@ -104,7 +104,9 @@ def write_report(campaign_dir: Path) -> Path:
     own = last.get("own_time")
     rows = []
     for eng, d in sorted(engines.items()):
-        rows.append(f"<tr><td>{html.escape(eng)}</td>" + "".join(f"<td>{d.get(s, 0)}</td>" for s in ("DCP", "DCF", "IF", "MCF"))
+        total = sum(d.get(k, 0) for k in ("DCP", "DCF", "IF", "MCF", "SKIP")) or 1
+        rows.append(f"<tr><td>{html.escape(eng)}</td>" + "".join(f"<td>{d.get(s, 0)}</td>" for s in ("DCP", "DCF", "IF", "MCF", "SKIP"))
+                    + f"<td>{100 * (d.get('DCP', 0) + d.get('DCF', 0)) / total:.0f}%</td>"
                     + f"<td>{d['time']:.1f}</td><td>{html.escape(str(versions.get(eng, '')))}</td></tr>")
     per: dict[tuple[str, str], int] = defaultdict(int)
     for f in found:
@@ -148,7 +150,7 @@ Time inside engines (summed over parallel pools) {engine_time:.0f}s; ofuzz's own
 {_triage_sections(campaign_dir, roots, triage_rows, len(found))}
 <h2>Coverage over time</h2>{_line_plot(parts, "operator-level coverage (%)", "%", ymax=100)}
 {_line_plot(uniq, "unique findings", "count")}
-<h2>Engines</h2><table><tr><th>engine</th><th>DCP</th><th>DCF</th><th>IF</th><th>MCF</th><th>engine s</th><th>version</th></tr>{''.join(rows)}</table>
+<h2>Engines</h2><table><tr><th>engine</th><th>DCP</th><th>DCF</th><th>IF</th><th>MCF</th><th>SKIP (known unsupported)</th><th>reached a comparison</th><th>engine s</th><th>version</th></tr>{''.join(rows)}</table>
 {('<p>skipped engines: ' + html.escape(json.dumps(unavailable)) + '</p>') if unavailable else ''}
 <h2>Unique findings per engine and status</h2><table><tr><th>engine</th><th>status</th><th>unique</th></tr>
 {''.join(f'<tr><td>{html.escape(e)}</td><td>{s}</td><td>{n}</td></tr>' for (e, s), n in sorted(per.items()))}</table>

@@ -30,8 +30,6 @@ EXPECTED: dict[tuple[str, str], tuple[str, str]] = {
     ("LayerNormalization", "tensorflow"): ("MCF", "onnx2tf: tf.constant with unsupported shape"),
     ("ReduceL1", "tensorflow"): ("MCF", "onnx2tf: tf.norm conversion error"),
     ("ReduceL2", "tensorflow"): ("MCF", "onnx2tf: tf.norm conversion error"),
-    ("DepthToSpace", "tensorflow"): ("MCF", "onnx2tf with inputs kept in ONNX layout breaks DepthToSpace"),
-    ("SpaceToDepth", "tensorflow"): ("MCF", "onnx2tf with inputs kept in ONNX layout breaks SpaceToDepth"),
     ("EyeLike", "tensorflow"): ("MCF", "onnx2tf: EyeLike on a Keras symbolic input"),
     ("GlobalLpPool", "tensorflow"): ("DCF", "onnx2tf GlobalLpPool(p=1) differs from onnxruntime and MNN"),
     ("Hardmax", "tensorflow"): ("DCF", "onnx2tf Hardmax output comes back with dims permuted (0,3,2,1)"),

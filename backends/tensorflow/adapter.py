@@ -2,9 +2,15 @@
 
 onnx2tf rewrites the file it is given (we convert a private copy), tries to
 download calibration images when inputs look like images (patched out: nothing
-here reaches the network), and by default moves NCHW to NHWC; inputs are kept
-in ONNX layout with `keep_shape_absolutely_input_names`, and whatever layout
-the outputs still come back in is genuine converter behaviour for the oracle.
+here reaches the network), and by default moves NCHW to NHWC.  Inputs are first
+kept in ONNX layout with `keep_shape_absolutely_input_names`; when that mode
+fails to convert, the model is converted again in onnx2tf's default mode (its
+layout-sensitive ops — SpaceToDepth, Pow after BatchNormalization,
+AveragePool→Mean — mix layouts in the first mode and fail on models the
+default mode converts and runs correctly: those MCFs were ours, not onnx2tf's),
+and inputs the converted model takes channel-last are transposed to it.  Only
+a model both modes fail on is an MCF.  Whatever layout the outputs come back in
+is genuine converter behaviour for the oracle.
 """
 from __future__ import annotations
 
@@ -51,21 +57,52 @@ class TensorFlowEngine:
 
         model = onnx.load(model_path)
         self.onnx_shapes = [tuple(d.dim_value for d in o.type.tensor_type.shape.dim) for o in model.graph.output]
+        self.onnx_inputs = {i.name: tuple(d.dim_value for d in i.type.tensor_type.shape.dim) for i in model.graph.input}
         layout = {}
         if inputs and self.input_layout == "absolute":
             layout["keep_shape_absolutely_input_names"] = list(inputs)
         elif inputs and self.input_layout == "nchw":
             layout["keep_ncw_or_nchw_or_ncdhw_input_names"] = list(inputs)
-        self.km = self.onnx2tf.convert(
-            input_onnx_file_path=private, output_folder_path=os.path.join(workdir, "tf"), non_verbose=True,
-            verbosity="error", disable_model_save=not self.tflite, not_use_onnxsim=True, **layout,
-        )
+        self.mode = self.input_layout
+        try:
+            self.km = self._convert(private, workdir, layout)
+        except Exception:
+            if not layout:
+                raise
+            shutil.copyfile(model_path, private)  # onnx2tf rewrote it
+            shutil.rmtree(os.path.join(workdir, "tf"), ignore_errors=True)
+            self.mode = "default"
+            self.km = self._convert(private, workdir, {})
+        self.channel_last = self._channel_last_inputs()
         if self.tflite:
             found = sorted(glob.glob(os.path.join(workdir, "tf", "*_float32.tflite")))
             if not found:
                 raise RuntimeError("onnx2tf wrote no *_float32.tflite")
             self.interp = self.Interpreter(model_path=found[0])
             self.interp.allocate_tensors()
+
+    def _convert(self, private: str, workdir: str, layout: dict) -> object:
+        return self.onnx2tf.convert(
+            input_onnx_file_path=private, output_folder_path=os.path.join(workdir, "tf"), non_verbose=True,
+            verbosity="error", disable_model_save=not self.tflite, not_use_onnxsim=True, **layout,
+        )
+
+    def _channel_last_inputs(self) -> set[str]:
+        """Inputs the default-mode model takes as the channel-last permutation of their ONNX shape."""
+        if self.mode != "default" or self.km is None:
+            return set()
+        out = set()
+        for name, t in zip(self.inputs, getattr(self.km, "inputs", []) or []):
+            want = self.onnx_inputs.get(name, ())
+            got = tuple(int(d) if d is not None else -1 for d in t.shape)
+            if 3 <= len(want) <= 5 and got != want and got == tuple(want[p] for p in (0, *range(2, len(want)), 1)):
+                out.add(name)
+        return out
+
+    def _feed(self, name: str, x: np.ndarray) -> np.ndarray:
+        if name in self.channel_last:
+            return np.transpose(x, (0, *range(2, x.ndim), 1))
+        return x
 
     def _restore_layout(self, ys: list[np.ndarray]) -> list[np.ndarray]:
         """Undo onnx2tf's NCHW→NHWC on an output whose shape shows it unambiguously.
@@ -86,14 +123,14 @@ class TensorFlowEngine:
 
     def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         if not self.tflite:
-            ys = self.km([feeds[n] for n in self.inputs])
+            ys = self.km([self._feed(n, feeds[n]) for n in self.inputs])
             if not isinstance(ys, (list, tuple)):
                 ys = [ys]
             return self._restore_layout([np.asarray(y) for y in ys])
         details = self.interp.get_input_details()
         for i, d in enumerate(details):
             name = next((n for n in self.inputs if n in d["name"]), self.inputs[i] if i < len(self.inputs) else None)
-            x = feeds[name]
+            x = self._feed(name, feeds[name])
             if tuple(d["shape"]) != x.shape:
                 self.interp.resize_tensor_input(d["index"], list(x.shape))
                 self.interp.allocate_tensors()
