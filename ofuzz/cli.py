@@ -101,8 +101,20 @@ def engines(
     install: Optional[str] = typer.Option(None, "--install", help="Create the environment of NAME (or 'all')."),
     engine: Optional[list[str]] = typer.Option(None, "--engine", help="Extra plug-in FILE.py:Class (repeatable)."),
     probe: bool = typer.Option(True, "--probe/--no-probe", help="Start each available engine to read its version."),
+    capabilities: Optional[Path] = typer.Option(None, "--capabilities", help="Show what engines said they do not support in this triaged campaign folder."),
 ) -> None:
     """List every known engine with its version, or why it is unavailable and how to install it."""
+    if capabilities is not None:
+        if not (capabilities / "campaign.sqlite").is_file():
+            fail(f"{capabilities}: no campaign.sqlite here; pass a campaign folder (triaged by `ofuzz bugs DIR`)")
+        gaps = _capabilities(capabilities)
+        t = Table(title=f"engine capability gaps in {capabilities} ({len(gaps)}; from messages matching noise/unsupported.yaml)")
+        for col in ("engine", "operator", "attribute", "signatures", "rule"):
+            t.add_column(col)
+        for g in gaps:
+            t.add_row(g["engine"], g.get("op") or "?", g.get("attribute") or "", str(g["signatures"]), g.get("rule", ""))
+        out_console().print(t)
+        return
     from ofuzz.engines.client import Worker
     from ofuzz.engines.envs import install as install_env, install_command, python_for
     from ofuzz.engines.registry import EngineError, all_engines

@@ -22,13 +22,11 @@ import onnx
 
 from ofuzz.compare import RULE, Comparison
 from ofuzz.cut import submodel
-from ofuzz.localise import Localisation, node_attrs
+from ofuzz.localise import Localisation, node_attrs, pick_voters
 from ofuzz.precision import Tolerances, abs_feeds, n_terms, to_float64, within_float32
 
 DEFECT, DRIFT, UNKNOWN = "defect", "drift", "unknown"
 REFERENCE = "reference"
-MAX_VOTERS = 3  # majority engines run on each isolated node (cheap ones first)
-_CHEAP_FIRST = ("reference", "onnxruntime", "onnxruntime-noopt", "mnn", "testdouble")
 
 
 @dataclass
@@ -46,8 +44,7 @@ def isolate(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], bla
     if not loc.candidates or not loc.values:
         return Isolation(UNKNOWN if loc.info.get("op") is None and "failed" in loc.info.get("note", "") else DRIFT,
                          {"note": loc.info.get("note", "")})
-    voters = sorted((e for e in majority if e != blamed and e not in (excluded or {})),
-                    key=lambda e: (_CHEAP_FIRST.index(e) if e in _CHEAP_FIRST else len(_CHEAP_FIRST), e))[:MAX_VOTERS]
+    voters = pick_voters(majority, blamed, excluded)
     if not voters:
         return Isolation(UNKNOWN, {"note": "no majority engine to compare with"})
     tried: list[str] = []
@@ -79,6 +76,19 @@ def isolate(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], bla
         return Isolation(UNKNOWN, {"tried": tried, "note": "no diverging node could be run alone on the majority's engines"})
     return Isolation(DRIFT, {"tried": tried, "first": loc.info.get("op"),
                              "note": "no node diverges when fed identical inputs: accumulated or amplified rounding"})
+
+
+def isolate_single(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], blamed: str, versus: Comparison, run: Any,
+                   tolerances: Tolerances | None = None, excluded: dict[str, str] | None = None) -> Isolation:
+    """A one-node model is its own isolation: every engine already got identical inputs.
+    Only the float32 check is left (reduction judges thousands of such candidates)."""
+    node = model.graph.node[0]
+    if versus.category == "value" and tolerances is not None and run is not None and _within_float32(pool, model, feeds, run, node.op_type, tolerances, excluded):
+        return Isolation(DRIFT, {"tried": [f"{node.name}: within float32 error of the exact result (max rel {versus.max_rel:.3g})"],
+                                 "first": node.op_type, "note": "the node is within float32 error of its exact result"})
+    info = {"op": node.op_type, "node": node.name, "output": versus.output, "category": versus.category, "max_abs": versus.max_abs,
+            "max_rel": versus.max_rel, "bad_fraction": versus.bad_fraction, "detail": versus.detail, "attrs": node_attrs(node), "tried": []}
+    return Isolation(DEFECT, info, model, dict(feeds))
 
 
 def _run(pool: Any, m: onnx.ModelProto, feeds: dict[str, np.ndarray], engines: list[str]) -> dict[str, tuple[Any, Any]]:

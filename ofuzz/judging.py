@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ofuzz.isolate import DEFECT, DRIFT, isolate
+from ofuzz.isolate import DEFECT, DRIFT, isolate, isolate_single
 from ofuzz.localise import localise
 from ofuzz.oracle import DCF, DCP, Verdict, judge
 from ofuzz.runner import EnginePool, output_names
@@ -144,10 +144,17 @@ def _dcf_finding(pool: EnginePool, model: onnx.ModelProto, inputs: dict[str, np.
     klass = BUG
     detail: dict[str, Any] = {}
     if do_localise and v.majority:
-        loc = localise(pool, model, inputs, eng, v.majority)
-        div = dict(loc.info)
-        if policy.isolate:
-            iso = isolate(pool, model, inputs, eng, v.majority, loc, policy.tolerances, excluded)
+        iso, first = None, None
+        if len(model.graph.node) == 1 and c is not None:  # a one-node model is its own isolation
+            first = model.graph.node[0].op_type
+            if policy.isolate:
+                iso = isolate_single(pool, model, inputs, eng, c, r.outcome, policy.tolerances, excluded)
+        else:
+            loc = localise(pool, model, inputs, eng, v.majority, excluded)
+            div, first = dict(loc.info), loc.info.get("op")
+            if policy.isolate:
+                iso = isolate(pool, model, inputs, eng, v.majority, loc, policy.tolerances, excluded)
+        if iso is not None:
             isolated[eng] = iso
             detail["isolation"] = {"verdict": iso.verdict, **iso.info}
             if iso.verdict == DEFECT:
@@ -159,7 +166,7 @@ def _dcf_finding(pool: EnginePool, model: onnx.ModelProto, inputs: dict[str, np.
                     detail["undefined"] = und
             elif iso.verdict == DRIFT:
                 klass = DRIFT_CLASS
-                div = {"op": "~drift", "first": loc.info.get("op"), "note": iso.info.get("note", "")}
+                div = {"op": "~drift", "first": first, "note": iso.info.get("note", "")}
         v.diverging[eng] = div
     detail["diverging"] = div
     return Finding(eng, DCF, signature(eng, DCF, r.outcome, div, cat), div.get("op"), summary, True, detail, klass)

@@ -24,6 +24,14 @@ from ofuzz import onnx_guard
 from ofuzz.compare import RULE
 
 MAX_CANDIDATES = 6
+MAX_VOTERS = 2  # majority engines compared with the blamed one, cheapest first (a TensorFlow conversion costs ~0.5 s)
+_CHEAP_FIRST = ("reference", "onnxruntime", "onnxruntime-noopt", "mnn", "testdouble")
+
+
+def pick_voters(majority: list[str], blamed: str, excluded: dict[str, str] | None = None, limit: int = MAX_VOTERS) -> list[str]:
+    """The majority engines to compare with: all but the blamed and excluded ones, cheapest first, at most `limit`."""
+    rank = lambda e: (_CHEAP_FIRST.index(e) if e in _CHEAP_FIRST else len(_CHEAP_FIRST), e)  # noqa: E731
+    return sorted((e for e in majority if e != blamed and e not in (excluded or {})), key=rank)[:limit]
 
 
 @dataclass
@@ -59,9 +67,10 @@ def node_attrs(node: onnx.NodeProto) -> dict[str, Any]:
     return _plain(attrs)
 
 
-def localise(pool: Any, model: onnx.ModelProto, inputs: dict[str, np.ndarray], blamed: str, majority: list[str] | str) -> Localisation:
-    """Run the exposed model on `blamed` and the majority; list the nodes whose outputs diverge."""
-    against = [majority] if isinstance(majority, str) else [e for e in majority if e != blamed]
+def localise(pool: Any, model: onnx.ModelProto, inputs: dict[str, np.ndarray], blamed: str, majority: list[str] | str,
+             excluded: dict[str, str] | None = None) -> Localisation:
+    """Run the exposed model on `blamed` and the majority (up to MAX_VOTERS of it); list the nodes whose outputs diverge."""
+    against = [majority] if isinstance(majority, str) else pick_voters(majority, blamed, excluded)
     exposed, names = expose_intermediates(model)
     with tempfile.TemporaryDirectory(dir=pool.root) as d:
         path = Path(d) / "exposed.onnx"

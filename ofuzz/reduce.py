@@ -80,9 +80,13 @@ class Reduced:
 class Reducer:
     """Holds the current (model, feeds) and accepts a candidate only through `consider`."""
 
-    def __init__(self, pool: EnginePool, target: Target, budget: float, policy: Policy | None = None, must_agree: set[str] | None = None) -> None:
+    def __init__(self, pool: EnginePool, target: Target, budget: float, policy: Policy | None = None, must_agree: set[str] | None = None,
+                 only: set[str] | None = None) -> None:
         self.pool, self.target, self.budget, self.policy = pool, target, budget, policy or Policy()
         self.must_agree = set(must_agree or ()) - {target.engine}
+        # engines candidates run on (None: all); the others are skipped while shrinking and checked once at the end
+        self.skip = {e: "not needed while shrinking" for e in pool.names if only is not None and e not in only and e != target.engine}
+        self.must_agree -= set(self.skip)
         self.t0 = time.perf_counter()
         self.checks = 0
         self.cache: dict[str, bool] = {}
@@ -114,7 +118,7 @@ class Reducer:
         with tempfile.TemporaryDirectory(dir=self.pool.root) as d:
             path = Path(d) / "cand.onnx"
             onnx.save(model, str(path))
-            j = judge_model(self.pool, model, path, feeds, policy=self.policy)
+            j = judge_model(self.pool, model, path, feeds, policy=self.policy, skip=self.skip)
         if not any(self.target.matches(f) for f in j.findings):
             return False
         results = j.verdict.results
@@ -124,10 +128,34 @@ class Reducer:
 def reduce_model(
     pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], target: Target, value_engine: str,
     budget: float = 120.0, start_node: str | None = None, echo: Callable[[str], None] | None = None,
-    policy: Policy | None = None, must_agree: set[str] | None = None,
+    policy: Policy | None = None, must_agree: set[str] | None = None, cheap: set[str] | None = None,
 ) -> Reduced:
-    """Reduce to a fixed point of all passes (or until the budget runs out)."""
-    r = Reducer(pool, target, budget, policy, must_agree)
+    """Reduce to a fixed point of all passes (or until the budget runs out).
+
+    With `cheap`, candidates run only on the target engine and those engines (a TensorFlow
+    conversion per candidate dominated the cost); the result is then checked once on every
+    engine, and if it fails there the reduction is redone on all engines.
+    """
+    if cheap is not None and set(pool.names) - set(cheap) - {target.engine}:
+        t0 = time.perf_counter()
+        fast = _shrink(pool, model, feeds, target, value_engine, budget, start_node, policy, must_agree, only=set(cheap))
+        full = Reducer(pool, target, budget, policy, must_agree)
+        if full.consider(fast.model, fast.inputs):
+            fast.checks += full.checks
+            fast.seconds = time.perf_counter() - t0
+            return fast
+        again = _shrink(pool, model, feeds, target, value_engine, max(1.0, budget - (time.perf_counter() - t0)), start_node, policy, must_agree)
+        again.log.insert(0, "the cheaply reduced model failed on another engine; reduced again on all engines")
+        again.checks += fast.checks + full.checks
+        again.seconds = time.perf_counter() - t0
+        return again
+    return _shrink(pool, model, feeds, target, value_engine, budget, start_node, policy, must_agree, echo=echo)
+
+
+def _shrink(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], target: Target, value_engine: str, budget: float,
+            start_node: str | None, policy: Policy | None, must_agree: set[str] | None, only: set[str] | None = None,
+            echo: Callable[[str], None] | None = None) -> Reduced:
+    r = Reducer(pool, target, budget, policy, must_agree, only)
     cur = (model, dict(feeds))
     n0 = len(model.graph.node)
     one_min = True

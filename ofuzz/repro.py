@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +136,9 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
         shutil.copyfile(compare.__file__, out / "compare_rule.py")
         (out / "repro.py").write_text(REPRO_PY.format(title=finding["summary"][:100].replace('"', "'"), engine=repro_engine, cls=cls))
     _write_report(out, info, model, inputs, v, spec)
+    t0 = time.perf_counter()
     info["repro_check"] = check_repro(out, spec)
+    info["repro_check_seconds"] = round(time.perf_counter() - t0, 2)
     return info
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import onnx
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.isolate import DEFECT
 from ofuzz.judging import BUG, SPLIT, Finding, Judged, Policy, judge_model
+from ofuzz.localise import pick_voters
 from ofuzz.oracle import DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
@@ -74,6 +76,7 @@ def _hit(judged: Judged, finding: dict[str, Any]) -> Finding | None:
 
 def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_path: Path,
                    inputs: dict[str, np.ndarray], out: Path, budget: float, policy: Policy, reps: Representatives | None = None) -> dict[str, Any]:
+    t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     model = onnx.load(str(model_path))
     shutil.copyfile(model_path, out / "original.onnx")
@@ -81,7 +84,8 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     judged = judge_model(pool, model, out / "original.onnx", inputs, policy=policy)
     hit = _hit(judged, finding)
     base = {"engine": engine, "status": finding["status"], "signature": finding["signature"], "op": finding.get("op"),
-            "summary": finding["summary"], "versions": pool.versions(), "excluded": judged.verdict.excluded}
+            "summary": finding["summary"], "versions": pool.versions(), "excluded": judged.verdict.excluded,
+            "timing": {"rejudge": round(time.perf_counter() - t0, 2)}}
     if hit is None:
         now = judged.verdict.results.get(engine)
         return _record(out, {**base, "klass": UNCONFIRMED, "status_on_rerun": now.status if now else "?"})
@@ -110,7 +114,7 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         reduction["note"] = "hangs are not reduced (each check would cost the engine's timeout)"
     if budget > 0:
         red = reduce_model(pool, start_model, start_feeds, Target.of(hit), value_engine, budget=budget, start_node=start_node,
-                           policy=policy, must_agree=must_agree)
+                           policy=policy, must_agree=must_agree, cheap=set(pick_voters(sorted(must_agree), engine, judged.verdict.excluded)))
         reduction = {"nodes_before": len(model.graph.node), "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2), "checks": red.checks,
                      "one_minimal": red.one_minimal, "isolated_first": start_model is not model,
                      "passes": {k: vars(v) for k, v in red.passes.items()}, "log": red.log[:30]}
@@ -119,8 +123,10 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     category = (hit.detail.get("diverging") or {}).get("category") or sig.kind
     failure = failure_of(hit.status, category, getattr(outcome, "kind", ""), getattr(outcome, "etype", "") or getattr(outcome, "signal", ""))
     root = key_of(engine, hit.status, failure, red_model, red_feeds)
+    t1 = time.perf_counter()
     info = write_repro(out, pool, spec_by_name, {**finding, "op": hit.op or finding.get("op")}, red_model, red_feeds, reduction, policy,
                        {**base, "pre_key": key, "root": root.to_json()})
+    info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2)})
     return _record(out, info)
 
 

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from ofuzz.signature import Signature
+
 ENGINES = "onnxruntime,reference,testdouble"
 
 
@@ -92,7 +94,7 @@ def test_findings_report_and_testdouble_faults_are_recorded(tmp_path):
     double = [r for r in rows if r["engine"] == "testdouble"]
     assert double, rows
     assert all(r["count"] >= 1 for r in rows)
-    kinds = {r["signature"].split("|")[2] for r in double if r["status"] in ("IF", "MCF")}
+    kinds = {Signature.parse(r["signature"]).kind for r in double if r["status"] in ("IF", "MCF")}
     assert kinds & {"crash", "exception", "timeout", "exit", "oom"}
     # the same root cause in different models folds into one finding with a count
     assert len({r["signature"] for r in rows}) == len(rows)

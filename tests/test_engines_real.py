@@ -16,7 +16,7 @@ import pytest
 from ofuzz.engines.envs import python_for
 from ofuzz.engines.registry import resolve
 from ofuzz.generate import single_block_model
-from ofuzz.judging import judge_model
+from ofuzz.judging import Policy, judge_model
 from ofuzz.runner import EnginePool
 
 ENGINES = ["onnxruntime", "tensorflow", "mnn", "reference"]
@@ -82,12 +82,13 @@ def _pool_or_skip(tmp_path):
 def test_every_block_agrees_across_real_engines(corpus, tmp_path):
     pool = _pool_or_skip(tmp_path)
     unexpected, stale = [], []
+    policy = Policy.default()  # isolation, float32 error bounds, reference gaps, noise classes: as a campaign judges
     try:
         for name in corpus.blocks:
             m = single_block_model(corpus, name)
             path = tmp_path / f"{name}.onnx"
             path.write_bytes(m.model.SerializeToString())
-            j = judge_model(pool, m.model, path, m.inputs, do_localise=False)
+            j = judge_model(pool, m.model, path, m.inputs, policy=policy)
             for eng, r in j.verdict.results.items():
                 want = EXPECTED.get((name, eng), ("DCP", ""))[0]
                 if r.status != want:

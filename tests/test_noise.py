@@ -92,6 +92,9 @@ CAPTURED = [
      "ModuleNotFoundError: No module named 'onnx2tf.ops.CastLike'\n"), "onnx2tf-op-missing", "CastLike", None),
     # the test double's seeded "prepare:unsupported" fault (backends/testdouble/adapter.py)
     ("testdouble", "test double: operator Celu is not supported", "", "testdouble-unsupported", "Celu", None),
+    # onnx2tf 1.29.24 (TF 2.19), Conv auto_pad=SAME_LOWER (AssertionError; the log names onnx2tf/ops/Conv.py)
+    ("tensorflow", "\x1b[31mERROR:\x1b[0m Invalid auto_pad attribute: SAME_LOWER",
+     'File "/x/site-packages/onnx2tf/ops/Conv.py", line 270, in make_node\n    assert False, error_msg', "onnx2tf-auto-pad-same-lower", "Conv", "auto_pad"),
 ]
 
 # Failures that are bugs or something else, never a capability gap (also real messages, same versions).
