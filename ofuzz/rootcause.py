@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -21,6 +22,9 @@ import onnx
 # Severity: lower is worse.  crash/hang > wrong shape or dtype > wrong values > NaN/Inf handling > failures to run/convert.
 SEVERITY = {"crash": 0, "hang": 0, "shape": 1, "dtype": 1, "missing": 1, "value": 2, "nan": 3, "inf": 3, "failure": 4, "inference": 4, "conversion": 5}
 SEVERITY_NAMES = {0: "crash/hang", 1: "wrong shape/dtype", 2: "wrong values", 3: "NaN/Inf handling", 4: "inference failure", 5: "conversion failure"}
+
+
+_MODE = re.compile(r"[A-Za-z_]{1,32}")
 
 
 @dataclass(frozen=True)
@@ -70,8 +74,9 @@ def attr_marks(model: onnx.ModelProto) -> tuple[str, ...]:
     marks = set()
     for n in model.graph.node:
         for a in n.attribute:
-            if a.type == onnx.AttributeProto.STRING:
-                marks.add(f"{n.op_type}.{a.name}={a.s.decode(errors='replace')}")
+            value = a.s.decode(errors="replace") if a.type == onnx.AttributeProto.STRING else ""
+            if value and _MODE.fullmatch(value):  # a mode (SAME_UPPER, cubic, half_pixel), not free text like an Einsum equation
+                marks.add(f"{n.op_type}.{a.name}={value}")
             elif a.type in (onnx.AttributeProto.TENSOR, onnx.AttributeProto.GRAPH):
                 continue
             else:

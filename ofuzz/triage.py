@@ -81,7 +81,7 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     model = onnx.load(str(model_path))
     shutil.copyfile(model_path, out / "original.onnx")
     engine = finding["engine"]
-    judged = judge_model(pool, model, out / "original.onnx", inputs, policy=policy)
+    judged = judge_model(pool, model, out / "original.onnx", inputs, policy=policy, skip=_skip_for(pool, finding))
     hit = _hit(judged, finding)
     base = {"engine": engine, "status": finding["status"], "signature": finding["signature"], "op": finding.get("op"),
             "summary": finding["summary"], "versions": pool.versions(), "excluded": judged.verdict.excluded,
@@ -128,6 +128,15 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
                        {**base, "pre_key": key, "root": root.to_json()})
     info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2)})
     return _record(out, info)
+
+
+def _skip_for(pool: EnginePool, finding: dict[str, Any]) -> dict[str, str]:
+    """A value divergence is confirmed against the cheap engines (reference, onnxruntime, ...): a TensorFlow
+    conversion per re-run cost more than the rest of the triage.  Failures (IF/MCF) re-run everything."""
+    if finding["status"] != "DCF" or "+" in finding["engine"]:
+        return {}
+    keep = set(pick_voters(pool.names, finding["engine"], limit=2)) | {finding["engine"]}
+    return {e: "not needed to confirm a value divergence" for e in pool.names if e not in keep}
 
 
 def _class_detail(hit: Finding) -> dict[str, Any]:

@@ -376,3 +376,11 @@ def test_colour_codes_are_removed_before_matching(tmp_path):
 def test_noise_imports_no_engine_library():
     code = "import sys, ofuzz.noise; bad = {'onnxruntime', 'MNN', 'tensorflow', 'onnx2tf'} & set(sys.modules); assert not bad, bad"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
+
+
+def test_nan_policy_of_the_max_min_family_is_undefined(nc):
+    nan = np.array([1.0, np.nan], F)
+    assert nc.undefined(node("Max", 2), [np.array([2.0, 1.0], F), nan]).rule == "nan-policy-max-min"
+    assert nc.undefined(node("Max", 2), [np.array([2.0, 1.0], F), np.array([0.5, 3.0], F)]) is None
+    assert nc.undefined(node("Relu"), [nan]).rule == "nan-policy-clamp"
+    assert nc.undefined(node("Sigmoid"), [nan]) is None  # Sigmoid(NaN) is NaN by definition: a real NaN bug stays a bug
