@@ -140,13 +140,14 @@ def write_report(campaign_dir: Path) -> Path:
     share = f"{100 * own / elapsed:.1f}%" if own and elapsed else "n/a"
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>ofuzz report — {html.escape(str(campaign_dir))}</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}} table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}} .card{{border:1px solid #ccc;border-radius:6px;padding:8px 14px;margin:12px 0}}
+td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}} table.rc{{font-size:12px;table-layout:fixed;width:100%}}
+table.rc td{{word-break:break-word}} table.rc small{{color:#555}} .card{{border:1px solid #ccc;border-radius:6px;padding:8px 14px;margin:12px 0}}
 .sig{{font-family:monospace;font-size:11px;color:#666;word-break:break-all}} code{{background:#f4f4f4;padding:1px 4px}} pre{{white-space:pre-wrap;font-size:11px}}</style>
 </head><body><h1>ofuzz campaign report</h1>
 <p>{html.escape(str(campaign_dir))} — {elapsed:.0f}s wall time, stopped: {html.escape(str(last.get('reason') or 'running or killed'))}.
 Models generated {counts['generated']}, kept (new coverage) {counts['kept']}, run on engines {counts['run']}.
 Time inside engines (summed over parallel pools) {engine_time:.0f}s; ofuzz's own main-thread share of wall time {share}.
-<b>{len(found)}</b> unique findings.</p>
+<b>{len(roots)}</b> root causes from <b>{len(found)}</b> raw signatures.</p>
 {_triage_sections(campaign_dir, roots, triage_rows, len(found))}
 <h2>Coverage over time</h2>{_line_plot(parts, "operator-level coverage (%)", "%", ymax=100)}
 {_line_plot(uniq, "unique findings", "count")}
@@ -188,7 +189,9 @@ def _triage_sections(campaign_dir: Path, roots: list[dict], rows: list[dict], n_
     for r in roots:
         by_engine[r["engine"]].append(r)
     for eng, rs in sorted(by_engine.items()):
-        out.append(f"<h3>{html.escape(eng)}: {len(rs)}</h3><table><tr><th>id</th><th>severity</th><th>failure</th><th>operator(s)</th>"
+        out.append(f"<h3>{html.escape(eng)}: {len(rs)}</h3><table class='rc'><colgroup><col style='width:9%'><col style='width:9%'>"
+                   "<col style='width:11%'><col style='width:16%'><col style='width:16%'><col style='width:6%'><col style='width:6%'>"
+                   "<col style='width:6%'><col style='width:21%'></colgroup><tr><th>id</th><th>severity</th><th>failure</th><th>operator(s)</th>"
                    "<th>attributes</th><th>traits</th><th>signatures</th><th>occurrences</th><th>repro</th></tr>")
         for r in rs:
             k = r["key"]

@@ -128,3 +128,12 @@ def test_findings_report_and_testdouble_faults_are_recorded(tmp_path):
     assert len(single) >= len(seeded) - 1  # reduced to the faulty operator alone
     assert len({(r["key"]["ops"][0], r["key"]["status"]) for r in single}) == len(single)
     assert sum(len(r["signatures"]) for r in roots) >= len(roots)
+    # a known-bugs store: remembered root causes come back as known, so a new campaign reports only new ones
+    known = tmp_path / "known.sqlite"
+    r = subprocess.run([sys.executable, "-m", "ofuzz.cli", "bugs", str(out), "--no-triage", "--known", str(known), "--remember"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "remembered" in r.stderr, r.stderr[-1000:]
+    again = json.loads(subprocess.run([sys.executable, "-m", "ofuzz.cli", "bugs", str(out), "--no-triage", "--known", str(known), "--json"],
+                                      capture_output=True, text=True, timeout=120).stdout)
+    assert again["root_causes"] and all(r["known"] for r in again["root_causes"])
+    assert all(not r.get("known") for r in result["root_causes"])
