@@ -498,9 +498,11 @@ def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | Non
     if limit is not None and len(roots) > limit:
         out_console().print(f"… {len(roots) - limit} more: ofuzz bugs {campaign_dir}")
     total = sum(counts.values())
+    left = len(result.get("untriaged", []))
     out_console().print(f"{total} signatures → {len(roots)} root causes; classes: "
                         + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("bug", "drift", "unsupported", "undefined", "split", "unconfirmed", "pending")
-                                    if counts.get(k)) + f"; capability gaps: {len(gaps)}")
+                                    if counts.get(k)) + f"; capability gaps: {len(gaps)}"
+                        + (f"; {left} signatures not triaged yet (ofuzz bugs {campaign_dir})" if left else ""))
 
 
 def _capabilities(campaign_dir: Path) -> list[dict]:
@@ -526,6 +528,8 @@ def bugs(
     remember: bool = typer.Option(False, "--remember", help="Add this campaign's root causes and capability gaps to --known."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     triage: bool = typer.Option(True, "--triage/--no-triage", help="First triage findings that have no folder yet (re-runs engines)."),
+    retriage: bool = typer.Option(False, "--retriage", help="Triage every finding again (after a change of noise classes, tolerances or engines); "
+                                  "the raw findings are kept, only repros/ is rebuilt."),
     workers: int = typer.Option(0, help="Parallel engine pools for that triage (default: the machine's cores)."),
 ) -> None:
     """List root causes (distinct defects, worst first); drift, unsupported and undefined findings are counted apart."""
@@ -542,6 +546,11 @@ def bugs(
         fail(str(exc))
     opts = st.get_meta("options", {})
     st.close()
+    if retriage:
+        import shutil
+
+        shutil.rmtree(campaign_dir / "repros", ignore_errors=True)
+        triage = True
     if triage:
         try:
             specs = resolve(opts.get("engines", []))

@@ -36,18 +36,34 @@ class ExportProgress:
     errors: list[str] = field(default_factory=list)
 
 
+EXTRA_MODELS = 1  # further models triaged per IF/MCF signature: one message can hide different defects
+
+
 def pending_findings(campaign_dir: Path, engines: set[str]) -> tuple[list[dict[str, Any]], int]:
-    """Findings without a finished repro folder (and whose model is on disk); also how many are already done."""
+    """Findings without a finished repro folder (and whose model is on disk); also how many are already done.
+
+    A failure signature (IF/MCF) seen in several models also yields up to EXTRA_MODELS variants
+    (folder `<id>~k`, the k-th further model): a normalised message such as "MNN forward returned
+    no outputs" hid reduced repros with different operators, and only reducing them tells."""
     store = Store(campaign_dir)
     rows = store.findings()
+    extra = {f["signature"]: store.occurrence_models(f["signature"], EXTRA_MODELS + 1)[1:]
+             for f in rows if f["status"] in ("IF", "MCF") and f["count"] > 1}
     store.close()
     todo, done = [], 0
     for f in rows:
-        if (campaign_dir / "repros" / finding_id(f["signature"]) / "finding.json").is_file():
-            done += 1
-        elif all(e in engines for e in f["engine"].split("+")) and (campaign_dir / "models" / f"{f['first_model']}.onnx").is_file():
-            todo.append(f)
+        variants = [f] + [{**f, "first_idx": idx, "first_model": mid, "variant": k + 1} for k, (idx, mid) in enumerate(extra.get(f["signature"], []))]
+        for v in variants:
+            if (campaign_dir / "repros" / folder_id(v) / "finding.json").is_file():
+                done += "variant" not in v
+            elif all(e in engines for e in v["engine"].split("+")) and (campaign_dir / "models" / f"{v['first_model']}.onnx").is_file():
+                todo.append(v)
     return todo, done
+
+
+def folder_id(f: dict[str, Any]) -> str:
+    """repros/<id> for a finding, repros/<id>~k for its k-th further model."""
+    return finding_id(f["signature"]) + (f"~{f['variant']}" if f.get("variant") else "")
 
 
 def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: float, total: float | None = None,
@@ -77,7 +93,7 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
         return capped.is_set()
 
     def one(pool: EnginePool, f: dict[str, Any]) -> None:
-        fid = finding_id(f["signature"])
+        fid = folder_id(f)
         models = campaign_dir / "models"
         try:
             triage_finding(pool, by_name, f, models / f"{f['first_model']}.onnx", load_npz(models / f"{f['first_model']}.inputs.npz"),
@@ -110,7 +126,7 @@ def _done_representatives(campaign_dir: Path) -> list[tuple[str, str]]:
             info = json.loads(p.read_text())
         except ValueError:
             continue
-        if "root" in info and info.get("pre_key"):
+        if "root" in info and info.get("pre_key") and "~" not in p.parent.name:
             out.append((info["pre_key"], p.parent.name))
     return out
 
@@ -128,6 +144,7 @@ def finish_triage(campaign_dir: Path) -> dict[str, Any]:
             fid = finding_id(r["signature"])
             per_sig.append((r["signature"], by_fid.get(fid, "untriaged"), root_of.get(fid), _class_detail(campaign_dir, fid)))
         store.replace_triage(result["root_causes"], per_sig)
+        result["untriaged"] = [sig for sig, klass, _, _ in per_sig if klass == "untriaged"]
         return result
     finally:
         store.close()

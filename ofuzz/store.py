@@ -142,6 +142,11 @@ class Store:
         return [{"signature": s, "klass": k, "root": r, "detail": json.loads(d)}
                 for s, k, r, d in self.db.execute("SELECT signature, klass, root, detail FROM triage ORDER BY signature")]
 
+    def occurrence_models(self, signature: str, limit: int) -> list[tuple[int, str]]:
+        """(idx, model id) of the first `limit` models that showed this signature."""
+        return self.db.execute("SELECT o.idx, m.id FROM occurrences o JOIN models m ON m.idx = o.idx WHERE o.signature = ? "
+                               "ORDER BY o.idx LIMIT ?", (signature, limit)).fetchall()
+
     def finding_model_ids(self) -> set[str]:
         """Ids of models that hold at least one finding (their files are kept)."""
         return {r[0] for r in self.db.execute("SELECT DISTINCT m.id FROM occurrences o JOIN models m ON m.idx = o.idx")}

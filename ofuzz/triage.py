@@ -84,6 +84,7 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     judged = judge_model(pool, model, out / "original.onnx", inputs, policy=policy, skip=_skip_for(pool, finding))
     hit = _hit(judged, finding)
     base = {"engine": engine, "status": finding["status"], "signature": finding["signature"], "op": finding.get("op"),
+            "first_idx": finding.get("first_idx"), "first_model": finding.get("first_model"), "variant": finding.get("variant", 0),
             "summary": finding["summary"], "versions": pool.versions(), "excluded": judged.verdict.excluded,
             "timing": {"rejudge": round(time.perf_counter() - t0, 2)}}
     if hit is None:
@@ -93,8 +94,8 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     if hit.klass != BUG:
         return _record(out, base)
     key = pre_key(hit, judged)
-    fid = finding_id(finding["signature"])
-    rep = reps.claim(key, fid) if reps is not None else None
+    fid = finding_id(finding["signature"]) + (f"~{finding['variant']}" if finding.get("variant") else "")
+    rep = reps.claim(key, fid) if reps is not None and not finding.get("variant") else None
     if rep is not None:
         return _record(out, {**base, "attached_to": rep, "pre_key": key})
     must_agree = {e for e, r in judged.verdict.results.items() if r.status == DCP and e not in judged.verdict.excluded}
@@ -157,9 +158,10 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, Any
     """Group the triaged findings into root causes (by the representative's reduced repro) and count the classes."""
     infos: dict[str, dict[str, Any]] = {}
     for f in findings:
-        p = campaign_dir / "repros" / finding_id(f["signature"]) / "finding.json"
-        if p.is_file():
-            infos[finding_id(f["signature"])] = {**json.loads(p.read_text()), "_row": f}
+        fid = finding_id(f["signature"])
+        for p in [campaign_dir / "repros" / fid / "finding.json", *sorted((campaign_dir / "repros").glob(f"{fid}~*/finding.json"))]:
+            if p.is_file():
+                infos[p.parent.name] = {**json.loads(p.read_text()), "_row": f}
     roots: dict[str, dict[str, Any]] = {}
     classes: dict[str, list[str]] = {}
     for fid, info in infos.items():
@@ -167,7 +169,9 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, Any
         rep = info if "root" in info else infos.get(info.get("attached_to", ""), {})
         if klass == BUG and "root" not in rep:
             klass = "pending"  # attached to a representative whose export has not finished
-        classes.setdefault(klass, []).append(fid)
+        variant = "~" in fid
+        if not variant:  # a further model of a signature adds root causes, not a signature
+            classes.setdefault(klass, []).append(fid)
         if klass != BUG:
             continue
         key = RootKey.from_json(rep["root"])
@@ -175,11 +179,13 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, Any
                                          "signatures": [], "findings": [], "occurrences": 0, "first_idx": None, "first_model": None,
                                          "repro": None, "nodes": None})
         row = info["_row"]
-        rc["signatures"].append(row["signature"])
+        if row["signature"] not in rc["signatures"]:
+            rc["signatures"].append(row["signature"])
+            rc["occurrences"] += 1 if variant else int(row.get("count", 1))
         rc["findings"].append(fid)
-        rc["occurrences"] += int(row.get("count", 1))
-        if rc["first_idx"] is None or row["first_idx"] < rc["first_idx"]:
-            rc["first_idx"], rc["first_model"] = row["first_idx"], row["first_model"]
+        first_idx = info.get("first_idx", row["first_idx"])
+        if rc["first_idx"] is None or first_idx < rc["first_idx"]:
+            rc["first_idx"], rc["first_model"] = first_idx, info.get("first_model", row["first_model"])
         if "root" in info:
             nodes = info.get("reduction", {}).get("nodes_after", 10**9)
             if rc["nodes"] is None or nodes < rc["nodes"]:
