@@ -643,7 +643,7 @@ def repro(
     from ofuzz.campaign import finding_id
     from ofuzz.engines.registry import EngineError, resolve
     from ofuzz.generate import load_npz
-    from ofuzz.repro import export
+    from ofuzz.triage import export
     from ofuzz.store import Store
 
     if not (campaign_dir / "campaign.sqlite").is_file():

@@ -82,27 +82,6 @@ if __name__ == "__main__":
 '''
 
 
-def export(spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_path: Path, inputs: dict[str, np.ndarray], out: Path,
-           reduce_budget: float = 60.0, pool: EnginePool | None = None, policy: Policy | None = None) -> Path:
-    """Re-judge the finding's model, classify it, reduce it if it is a bug, and write its folder (see `triage`).
-
-    Pass a started `pool` to reuse its workers across findings: starting the
-    engines (TensorFlow alone takes ~3 s) used to cost more than the reduction.
-    """
-    from ofuzz.triage import triage_finding
-
-    out.mkdir(parents=True, exist_ok=True)
-    if pool is None:
-        try:
-            with EnginePool(list(spec_by_name.values()), out / ".pool") as own:
-                own.start()
-                return export(spec_by_name, finding, model_path, inputs, out, reduce_budget, own, policy)
-        finally:
-            shutil.rmtree(out / ".pool", ignore_errors=True)
-    triage_finding(pool, spec_by_name, finding, model_path, inputs, out, reduce_budget, policy or Policy.default())
-    return out
-
-
 def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model: onnx.ModelProto,
                 inputs: dict[str, np.ndarray], reduction: dict[str, Any], policy: Policy, extra: dict[str, Any]) -> dict[str, Any]:
     """Write model, inputs, every engine's outputs, expected outputs, repro.py and REPORT.md; return finding.json's content."""

@@ -22,7 +22,7 @@ import onnx
 from ofuzz.engines.registry import resolve
 from ofuzz.generate import load_npz
 from ofuzz.judging import judge_model
-from ofuzz.repro import export
+from ofuzz.triage import export
 from ofuzz.runner import EnginePool, for_each_in_pools
 from ofuzz.signature import finding_id
 

@@ -11,7 +11,7 @@ from onnx import helper
 
 from ofuzz.engines.registry import resolve
 from ofuzz.reduce import Target, reduce_model
-from ofuzz.repro import export
+from ofuzz.triage import export
 from ofuzz.runner import EnginePool
 
 F = onnx.TensorProto.FLOAT
