@@ -267,7 +267,9 @@ def run(
             if not pool.names:
                 fail("no engine could run; see `ofuzz engines`")
             with console.status("running"):
-                judged = judge_model(pool, model, path, feeds, localise_dcf)
+                from ofuzz.judging import Policy
+
+                judged = judge_model(pool, model, path, feeds, localise_dcf, Policy.default())
             versions = pool.versions()
     if as_json:
         print(json.dumps({"model": str(model_path), "versions": versions, **judged.to_json()}, indent=1, default=str))
@@ -701,7 +703,10 @@ def reduce_cmd(
         feeds = _load_feeds(model_path, inputs, model)
         with EnginePool(specs, Path(tmp) / "pool") as pool:
             pool.start()
-            j = judge_model(pool, model, path, feeds)
+            from ofuzz.judging import Policy
+
+            policy = Policy.default()
+            j = judge_model(pool, model, path, feeds, policy=policy)
             pick = [f for f in j.findings if (signature is None and f.blamed) or f.signature == signature]
             if not pick:
                 fail("no finding to reduce on this model" + (f" with signature {signature!r}" if signature else ""))
@@ -710,7 +715,8 @@ def reduce_cmd(
             value_engine = v.expected_from if v.expected_from and v.expected_from != f.engine else next(e for e in pool.names if e != f.engine)
             start = (v.diverging.get(f.engine) or {}).get("node")
             with console.status(f"reducing {f.engine} {f.status} ({f.signature[:80]})"):
-                red = reduce_model(pool, model, feeds, Target.of(f), value_engine, budget=budget, start_node=start)
+                agree = {e for e, r in v.results.items() if r.status == "DCP" and e not in v.excluded}
+                red = reduce_model(pool, model, feeds, Target.of(f), value_engine, budget=budget, start_node=start, policy=policy, must_agree=agree)
     dest = out or model_path.with_name(model_path.name.removesuffix(".onnx") + ".reduced.onnx")
     onnx.save(red.model, str(dest))
     dest.with_name(dest.name.removesuffix(".onnx") + ".inputs.npz").write_bytes(npz_bytes(red.inputs))

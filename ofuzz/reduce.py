@@ -47,9 +47,12 @@ class Target:
 
     @staticmethod
     def of(f: Finding) -> "Target":
+        """DCF: the diverging op.  IF/MCF: kind, type and normalised message — matching on kind and type alone let
+        the reducer slip from one converter bug to another (or to an invalid model) on the way down."""
         if f.status == "DCF":
             return Target(f.engine, f.status, f.op or "?", f.klass)
-        return Target(f.engine, f.status, Signature.parse(f.signature).failure, f.klass)
+        sig = Signature.parse(f.signature)
+        return Target(f.engine, f.status, f"{sig.failure}|{sig.text}", f.klass)
 
     def matches(self, f: Finding) -> bool:
         if f.engine != self.engine or f.status != self.status or f.klass != self.klass:
@@ -107,7 +110,7 @@ class Reducer:
         st = self.stats.setdefault(self.current_pass, PassStats())
         st.tried += 1
         t = time.perf_counter()
-        ok = onnx_guard.valid(model) and self._judge(model, feeds)
+        ok = _well_formed(model) and self._judge(model, feeds)
         st.seconds += time.perf_counter() - t
         st.accepted += int(ok)
         self.cache[key] = ok
@@ -316,6 +319,18 @@ def halve_shapes(r: Reducer, cur: State) -> State:
                     break
                 model, feeds = cand, ins
     return model, feeds
+
+
+def _well_formed(model: onnx.ModelProto) -> bool:
+    """onnx's full checker with strict shape inference, and no tensor left empty: a candidate where a 3x3 kernel
+    meets a 1x1 input (attributes dropped) or a Reshape target no longer fits (shapes halved) is not the finding."""
+    inferred = onnx_guard.inferred(model, strict=True, check=True)
+    if inferred is None:
+        return False
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        if any(d.HasField("dim_value") and d.dim_value == 0 for d in vi.type.tensor_type.shape.dim):
+            return False
+    return True
 
 
 def _digest(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> str:

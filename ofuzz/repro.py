@@ -102,11 +102,16 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
     spec = spec_by_name.get(repro_engine or "")
     names = [o.name for o in model.graph.output]
     status_now = v.results[repro_engine].status if repro_engine in v.results else "?"
+    now = v.results.get(repro_engine)
+    div_now = ((v.diverging or {}).get(repro_engine) or {})
+    repro_failure = {"status": status_now, "category": div_now.get("category") or (now.versus.category if now is not None and now.versus else ""),
+                     "kind": getattr(now.outcome, "kind", "") if now is not None else "",
+                     "etype": (getattr(now.outcome, "etype", "") or getattr(now.outcome, "signal", "")) if now is not None else ""}
     info = {
         "engine": engine, "repro_engine": repro_engine, "status": finding["status"], "status_on_rerun": status_now, "signature": finding["signature"],
         "op": finding.get("op"), "summary": finding["summary"], "options": spec.options if spec else {},
         "inputs": list(inputs), "outputs": names, "expected_from": expected_from, "versions": versions, "reduction": reduction,
-        "reduced_ops": sorted({n.op_type for n in model.graph.node}), **extra,
+        "reduced_ops": sorted({n.op_type for n in model.graph.node}), "repro_failure": repro_failure, **extra,
     }
     (out / "finding.json").write_text(json.dumps(info, indent=1, default=str))
     if spec is not None:

@@ -120,13 +120,10 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
                      "one_minimal": red.one_minimal, "isolated_first": start_model is not model,
                      "passes": {k: vars(v) for k, v in red.passes.items()}, "log": red.log[:30]}
         red_model, red_feeds = red.model, red.inputs
-    sig = Signature.parse(hit.signature)
-    category = (hit.detail.get("diverging") or {}).get("category") or sig.kind
-    failure = failure_of(hit.status, category, getattr(outcome, "kind", ""), getattr(outcome, "etype", "") or getattr(outcome, "signal", ""))
-    root = key_of(engine, hit.status, failure, red_model, red_feeds)
     t1 = time.perf_counter()
     info = write_repro(out, pool, spec_by_name, {**finding, "op": hit.op or finding.get("op")}, red_model, red_feeds, reduction, policy,
-                       {**base, "pre_key": key, "root": root.to_json()})
+                       {**base, "pre_key": key})
+    info["root"] = _root_key(engine, hit, judged, info, red_model, red_feeds).to_json()
     info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2)})
     return _record(out, info)
 
@@ -148,6 +145,20 @@ def export(spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_p
             shutil.rmtree(out / ".pool", ignore_errors=True)
     triage_finding(pool, spec_by_name, finding, model_path, inputs, out, reduce_budget, policy or Policy.default())
     return out
+
+
+def _root_key(engine: str, hit: Finding, judged: Judged, info: dict[str, Any], model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> RootKey:
+    """The key of the reduced repro, with its failure class as the repro itself shows it (the original's category
+    or message could differ: a 'nan' finding whose repro fails on values is a 'value' root cause)."""
+    now = info.get("repro_failure") or {}
+    if now.get("status") == hit.status:
+        failure = failure_of(hit.status, now.get("category", ""), now.get("kind", ""), now.get("etype", ""))
+    else:
+        sig = Signature.parse(hit.signature)
+        outcome = judged.verdict.results[engine].outcome
+        category = (hit.detail.get("diverging") or {}).get("category") or sig.kind
+        failure = failure_of(hit.status, category, getattr(outcome, "kind", ""), getattr(outcome, "etype", "") or getattr(outcome, "signal", ""))
+    return key_of(engine, hit.status, failure, model, feeds)
 
 
 def _skip_for(pool: EnginePool, finding: dict[str, Any]) -> dict[str, str]:

@@ -95,6 +95,9 @@ CAPTURED = [
     # onnx2tf 1.29.24 (TF 2.19), Conv auto_pad=SAME_LOWER (AssertionError; the log names onnx2tf/ops/Conv.py)
     ("tensorflow", "\x1b[31mERROR:\x1b[0m Invalid auto_pad attribute: SAME_LOWER",
      'File "/x/site-packages/onnx2tf/ops/Conv.py", line 270, in make_node\n    assert False, error_msg', "onnx2tf-auto-pad-same-lower", "Conv", "auto_pad"),
+    # onnx2tf 1.29.24 (TF 2.19), ScatterElements reduction=mul: SystemExit after this line in the log
+    ("tensorflow", "1", "\x1b[31mERROR:\x1b[0m ScatterElements currently supports only reduction=['none']. Pull requests are welcome.\n...",
+     "onnx2tf-supports-only", "ScatterElements", "reduction"),
 ]
 
 # Failures that are bugs or something else, never a capability gap (also real messages, same versions).

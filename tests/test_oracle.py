@@ -152,3 +152,15 @@ def test_an_excluded_reference_neither_votes_nor_is_blamed():
     v = judge(out, ["y"], excluded={"reference": "LpNormalization p=1 sums x, not |x|"})
     assert v.majority == ["mnn", "onnxruntime"] and not v.results["reference"].blamed
     assert v.results["reference"].status == DCF and v.excluded
+
+
+def test_shape_inference_does_not_outrank_two_engine_families_that_agree_against_it():
+    # seen: ConvTranspose SAME_UPPER stride 3 on a 1x1 input: the spec says 3x3, the reference and MNN give 3x3,
+    # onnx shape inference and onnxruntime 2x2 — inference must not turn onnxruntime into the majority
+    ok = Outcome("prepare", "ok")
+    three = {"y": np.ones((1, 1, 3, 3), np.float32)}
+    two = {"y": np.ones((1, 1, 2, 2), np.float32)}
+    out = {"reference": (ok, Outcome("run", "ok", outputs=three)), "mnn": (ok, Outcome("run", "ok", outputs=three)),
+           "onnxruntime": (ok, Outcome("run", "ok", outputs=two))}
+    v = judge(out, ["y"], declared={"y": (1, 1, 2, 2)})
+    assert v.majority == ["mnn", "reference"] and v.results["onnxruntime"].blamed

@@ -147,7 +147,12 @@ class Worker:
                 data = f.read()
         except OSError:
             return ""
-        return data[-limit:].decode("utf-8", "replace")
+        text = data.decode("utf-8", "replace")
+        if len(text) <= limit:
+            return text
+        # engines often say why first and dump a traceback after (onnx2tf's "ERROR: ... supports only ..."): keep that line
+        first = next((ln for ln in text.splitlines() if "ERROR" in ln or "Error:" in ln), "")
+        return (first[:300] + "\n...\n" if first and first not in text[-limit:] else "") + text[-limit:]
 
     def _log_size(self) -> int:
         try:
