@@ -112,7 +112,7 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
     if capped.is_set():
         left = prog.total - prog.done - prog.failed
         echo(f"repro export stopped at its time cap ({total:.0f}s) with {left} findings left; "
-             f"finish with: ofuzz repro --all --campaign {campaign_dir}")
+             f"finish with: ofuzz bugs {campaign_dir} (or ofuzz repro --all --campaign {campaign_dir})")
     return prog.done
 
 
