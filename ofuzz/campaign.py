@@ -189,7 +189,7 @@ class Campaign:
             for f in findings:
                 f["detail"] = {**f.get("detail", {}), "model": m.id, "versions": self._versions, "klass": f.get("klass", "bug")}
         cov = self.coverage.metrics()
-        fresh = {f["signature"] for f in findings} - self.signatures
+        fresh = {f["signature"] for f in findings if f["detail"]["klass"] == "bug"} - self.signatures  # drift or gaps are no reward
         self.chooser.backprop(node, reward(bool(fresh), kept))  # the tree's change is committed with this model
         new = self.store.commit_model(
             idx,

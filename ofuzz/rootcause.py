@@ -35,6 +35,7 @@ class RootKey:
     ops: tuple[str, ...]
     attrs: tuple[str, ...]
     traits: tuple[str, ...]
+    message: str = ""  # only for failures whose repro could not be reduced: then the message is all we know
 
     def id(self) -> str:
         return "rc-" + hashlib.sha1(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:8]
@@ -54,7 +55,7 @@ class RootKey:
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "RootKey":
-        return RootKey(d["engine"], d["status"], d["failure"], tuple(d["ops"]), tuple(d["attrs"]), tuple(d["traits"]))
+        return RootKey(d["engine"], d["status"], d["failure"], tuple(d["ops"]), tuple(d["attrs"]), tuple(d["traits"]), d.get("message", ""))
 
 
 def failure_of(status: str, category: str = "", kind: str = "", etype: str = "") -> str:
@@ -110,3 +111,15 @@ def value_traits(feeds: dict[str, np.ndarray]) -> tuple[str, ...]:
 def key_of(engine: str, status: str, failure: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> RootKey:
     ops = tuple(sorted({n.op_type for n in model.graph.node}))
     return RootKey(engine, status, failure, ops, attr_marks(model), value_traits(feeds))
+
+
+WELL_REDUCED = 3  # nodes
+
+
+def coarsen(key: RootKey, nodes: int, message: str) -> RootKey:
+    """A failure (IF/MCF) whose repro stayed large is keyed by its normalised message, not its operators:
+    an unreduced repro's operator set is mostly bystanders, and keying on it split one converter defect
+    into dozens of 'root causes' (217 for TensorFlow in a 30-minute campaign)."""
+    if key.status == "DCF" or nodes <= WELL_REDUCED:
+        return key
+    return RootKey(key.engine, key.status, key.failure, (), (), (), message)

@@ -32,7 +32,7 @@ from ofuzz.localise import pick_voters
 from ofuzz.oracle import DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
-from ofuzz.rootcause import RootKey, failure_of, key_of
+from ofuzz.rootcause import RootKey, coarsen, failure_of, key_of
 from ofuzz.runner import EnginePool
 from ofuzz.signature import Signature, finding_id
 
@@ -204,7 +204,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, Any
             classes.setdefault(klass, []).append(fid)
         if klass != BUG:
             continue
-        key = RootKey.from_json(rep["root"])
+        key = coarsen(RootKey.from_json(rep["root"]), rep.get("reduction", {}).get("nodes_after", 0), Signature.parse(rep["signature"]).text)
         rc = roots.setdefault(key.id(), {"id": key.id(), "key": key.to_json(), "severity": key.severity(), "engine": key.engine,
                                          "signatures": [], "findings": [], "occurrences": 0, "first_idx": None, "first_model": None,
                                          "repro": None, "nodes": None})

@@ -126,3 +126,16 @@ def test_cli_gives_one_line_errors_for_a_corrupt_store_or_known_file(tmp_path):
         r = subprocess.run([sys.executable, "-m", "ofuzz.cli", *cmd], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and "not a usable campaign store" in r.stderr and "Traceback" not in r.stderr, (cmd, r.stderr[-500:])
     assert (camp / "campaign.sqlite").read_bytes() == b"garbage" * 300
+
+
+def test_an_unreduced_failure_is_keyed_by_its_message_not_its_bystander_operators():
+    from ofuzz.rootcause import coarsen
+
+    a = RootKey("tensorflow", "MCF", "exception:ValueError", ("Abs", "Concat", "Max", "Pad", "Slice"), ("Concat.axis",), ())
+    b = RootKey("tensorflow", "MCF", "exception:ValueError", ("Conv", "Max", "Mean", "Relu"), (), ())
+    msg = 'Exception encountered when calling layer "tf.math.minimum"'
+    assert coarsen(a, 5, msg) == coarsen(b, 4, msg) and coarsen(a, 5, msg).message == msg
+    small = RootKey("tensorflow", "MCF", "exception:ValueError", ("ArgMin",), (), ())
+    assert coarsen(small, 1, msg) == small  # a well-reduced repro keeps its operators
+    dcf = RootKey("mnn", "DCF", "value", ("Add", "Mul", "Sub", "Tanh"), (), ())
+    assert coarsen(dcf, 4, "") == dcf
