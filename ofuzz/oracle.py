@@ -120,6 +120,19 @@ def shape_contradictions(outputs: dict[str, dict[str, np.ndarray]], declared: di
     return bad
 
 
+def _unblame_clean_failures_without_witness(results: dict[str, EngineResult], ran: dict[str, Any], excluded: dict[str, str]) -> None:
+    """A clean refusal (an exception) is a defect only if the model is shown to be runnable: at least two engine
+    families ran it, or one did and only one family refused.  When every engine fails, the model is what is wrong
+    (seen: out-of-range GatherND indices from the generator blamed on TensorFlow).  Crashes, hangs and exits are
+    defects whatever the others did."""
+    ok_fams = {family(e) for e in ran if e not in excluded}
+    refused = {e for e, r in results.items() if r.status in (MCF, IF) and r.blamed and getattr(r.outcome, "kind", "") == "exception"}
+    if len(ok_fams) >= 2 or (ok_fams and len({family(e) for e in refused}) <= 1):
+        return
+    for e in refused:
+        results[e].blamed = False
+
+
 def judge(outcomes: dict[str, tuple[Any, Any]], names: list[str], declared: dict[str, tuple[int, ...]] | None = None,
           excluded: dict[str, str] | None = None) -> Verdict:
     """outcomes: engine -> (prepare Outcome, run Outcome or None).
@@ -139,6 +152,7 @@ def judge(outcomes: dict[str, tuple[Any, Any]], names: list[str], declared: dict
         else:
             results[eng] = EngineResult(eng, DCP, run, prep.time, run.time)
             ran[eng] = run.outputs
+    _unblame_clean_failures_without_witness(results, ran, excluded)
     wrong_shape = shape_contradictions(ran, declared or {})
     voters = {e: o for e, o in ran.items() if e not in excluded and e not in wrong_shape}
     majority, split = triangulate(voters, names)

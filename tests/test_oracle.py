@@ -164,3 +164,20 @@ def test_shape_inference_does_not_outrank_two_engine_families_that_agree_against
            "onnxruntime": (ok, Outcome("run", "ok", outputs=two))}
     v = judge(out, ["y"], declared={"y": (1, 1, 2, 2)})
     assert v.majority == ["mnn", "reference"] and v.results["onnxruntime"].blamed
+
+
+def test_a_clean_refusal_needs_a_witness_that_the_model_runs():
+    ok = Outcome("prepare", "ok")
+    bad = lambda: (ok, Outcome("run", "exception", etype="ValueError", message="index out of bounds"))  # noqa: E731
+    # every engine refuses: the model is what is wrong, nobody is blamed
+    v = judge({"onnxruntime": bad(), "reference": bad(), "tensorflow": (Outcome("prepare", "exception", etype="ValueError"), None)}, ["y"])
+    assert not any(r.blamed for r in v.results.values())
+    # one engine runs it and two families refuse: still no witness strong enough
+    v = judge({"onnxruntime": (ok, Outcome("run", "ok", outputs=_outs(1))), "reference": bad(), "mnn": bad()}, ["y"])
+    assert not v.results["reference"].blamed and not v.results["mnn"].blamed
+    # two families run it: the refusing engine is blamed; a crash is blamed whatever the others did
+    v = judge({"onnxruntime": (ok, Outcome("run", "ok", outputs=_outs(1))), "reference": (ok, Outcome("run", "ok", outputs=_outs(1))),
+               "mnn": bad()}, ["y"])
+    assert v.results["mnn"].blamed
+    v = judge({"onnxruntime": bad(), "mnn": (ok, Outcome("run", "crash", signal="SIGSEGV"))}, ["y"])
+    assert v.results["mnn"].blamed and not v.results["onnxruntime"].blamed
