@@ -12,9 +12,7 @@ finding is numerical drift: stored and shown apart, never counted as a bug.
 """
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -92,10 +90,7 @@ def isolate_single(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarra
 
 
 def _run(pool: Any, m: onnx.ModelProto, feeds: dict[str, np.ndarray], engines: list[str]) -> dict[str, tuple[Any, Any]]:
-    with tempfile.TemporaryDirectory(dir=pool.root) as d:
-        path = Path(d) / "node.onnx"
-        onnx.save(m, str(path))
-        return pool.execute(path, feeds, [o.name for o in m.graph.output], engines=engines)
+    return pool.execute_model(m, feeds, engines)
 
 
 def _diverges_alone(res: dict[str, tuple[Any, Any]], blamed: str, voters: list[str], names: list[str]) -> Comparison | None:

@@ -12,9 +12,7 @@ engine's fusion, so a divergence that vanishes this way is reported as such.
 """
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -71,11 +69,8 @@ def localise(pool: Any, model: onnx.ModelProto, inputs: dict[str, np.ndarray], b
              excluded: dict[str, str] | None = None) -> Localisation:
     """Run the exposed model on `blamed` and the majority (up to MAX_VOTERS of it); list the nodes whose outputs diverge."""
     against = [majority] if isinstance(majority, str) else pick_voters(majority, blamed, excluded)
-    exposed, names = expose_intermediates(model)
-    with tempfile.TemporaryDirectory(dir=pool.root) as d:
-        path = Path(d) / "exposed.onnx"
-        onnx.save(exposed, str(path))
-        res = pool.execute(path, inputs, names, engines=[blamed, *against])
+    exposed, _ = expose_intermediates(model)
+    res = pool.execute_model(exposed, inputs, [blamed, *against])
     outs: dict[str, dict[str, np.ndarray]] = {}
     for eng in (blamed, *against):
         prep, run = res.get(eng, (None, None))

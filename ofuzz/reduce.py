@@ -193,12 +193,8 @@ State = tuple[onnx.ModelProto, dict[str, np.ndarray]]
 
 def _values(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str) -> dict[str, np.ndarray]:
     """Every tensor's value on `engine` (one run with intermediates exposed)."""
-    exposed, names = expose_intermediates(model)
-    with tempfile.TemporaryDirectory(dir=pool.root) as d:
-        p = Path(d) / "exposed.onnx"
-        onnx.save(exposed, str(p))
-        res = pool.execute(p, feeds, names, engines=[engine])
-    prep, run = res.get(engine, (None, None))
+    exposed, _ = expose_intermediates(model)
+    prep, run = pool.execute_model(exposed, feeds, [engine]).get(engine, (None, None))
     return dict(run.outputs) if run is not None and run.ok else {}
 
 

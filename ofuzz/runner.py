@@ -87,6 +87,13 @@ class EnginePool:
         finally:
             npz.unlink(missing_ok=True)
 
+    def execute_model(self, model: onnx.ModelProto, inputs: dict[str, np.ndarray], engines: list[str] | None = None) -> dict[str, tuple[Outcome, Outcome | None]]:
+        """`execute` for a model held in memory (localisation, isolation and reduction build many): saved to a temp file first."""
+        with tempfile.TemporaryDirectory(dir=self.root) as d:
+            path = Path(d) / "model.onnx"
+            onnx.save(model, str(path))
+            return self.execute(path, inputs, output_names(model), engines)
+
     def close(self) -> None:
         for w in self.workers.values():
             w.close()

@@ -131,13 +131,6 @@ class Store:
             out.append(d)
         return out
 
-    def triage_classes(self) -> dict[str, list[str]]:
-        """Class -> signatures, as the last triage left them."""
-        out: dict[str, list[str]] = {}
-        for sig, klass in self.db.execute("SELECT signature, klass FROM triage ORDER BY signature"):
-            out.setdefault(klass, []).append(sig)
-        return out
-
     def triage_rows(self) -> list[dict[str, Any]]:
         return [{"signature": s, "klass": k, "root": r, "detail": json.loads(d)}
                 for s, k, r, d in self.db.execute("SELECT signature, klass, root, detail FROM triage ORDER BY signature")]
@@ -146,10 +139,6 @@ class Store:
         """(idx, model id) of the first `limit` models that showed this signature."""
         return self.db.execute("SELECT o.idx, m.id FROM occurrences o JOIN models m ON m.idx = o.idx WHERE o.signature = ? "
                                "ORDER BY o.idx LIMIT ?", (signature, limit)).fetchall()
-
-    def finding_model_ids(self) -> set[str]:
-        """Ids of models that hold at least one finding (their files are kept)."""
-        return {r[0] for r in self.db.execute("SELECT DISTINCT m.id FROM occurrences o JOIN models m ON m.idx = o.idx")}
 
     def is_finding_model(self, model_id: str) -> bool:
         row = self.db.execute("SELECT 1 FROM occurrences o JOIN models m ON m.idx = o.idx WHERE m.id=? LIMIT 1", (model_id,)).fetchone()
