@@ -21,13 +21,12 @@ from typing import Any, Callable
 import numpy as np
 
 from ofuzz.chooser import make_chooser, reward
-from ofuzz.corpus import Corpus
+from ofuzz.blocks import Corpus
 from ofuzz.coverage import Coverage, OpRecord
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one
 from ofuzz.judging import Judged, Policy, judge_model
 from ofuzz.runner import EnginePool
-from ofuzz.signature import finding_id  # noqa: F401  (re-exported: the id scripts and the CLI show)
 from ofuzz.store import Store
 
 

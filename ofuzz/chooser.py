@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ofuzz.corpus import Corpus
+from ofuzz.blocks import Corpus
 from ofuzz.coverage import Coverage
 
 REWARD_FINDING = 1.0

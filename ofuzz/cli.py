@@ -577,7 +577,7 @@ def findings(
     st = Store(campaign_dir)
     rows = st.findings()
     st.close()
-    from ofuzz.campaign import finding_id
+    from ofuzz.signature import finding_id
 
     for r in rows:
         info_path = campaign_dir / "repros" / finding_id(r["signature"]) / "finding.json"
@@ -642,9 +642,9 @@ def repro(
     reduce_time: Optional[float] = typer.Option(None, help="Reduction budget per finding in seconds (default 60, with --all 20)."),
 ) -> None:
     """Export a finding: model, inputs, expected and actual outputs, repro.py, REPORT.md."""
-    from ofuzz.campaign import finding_id
+    from ofuzz.signature import finding_id
     from ofuzz.engines.registry import EngineError, resolve
-    from ofuzz.generate import load_npz
+    from ofuzz.npz import load_npz
     from ofuzz.triage import export
     from ofuzz.store import Store
 
@@ -692,7 +692,7 @@ def reduce_cmd(
 
     import onnx
 
-    from ofuzz.generate import npz_bytes
+    from ofuzz.npz import npz_bytes
     from ofuzz.judging import judge_model
     from ofuzz.reduce import Target, reduce_model
     from ofuzz.runner import EnginePool

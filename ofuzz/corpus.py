@@ -6,156 +6,15 @@ data file after an hour of work is worse than one that refuses to start.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
 import yaml
 
-DEFAULT_OUT_DEGREE = frozenset(range(0, 6))
-KNOWN_DTYPES = ("float32", "int64", "int32", "bool")
-KNOWN_DOMAINS = ("positive", "nonneg", "unit", "ge1")
-BLOCK_FIELDS = {
-    "name", "op", "rule", "in_degree", "out_degree", "params", "constraints", "dtypes",
-    "ranks", "domain", "ops", "edges", "paper", "doc",
-}
-
-
-class CorpusError(ValueError):
-    """A corpus file is malformed; the message names file, block and field."""
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One parameter's space: an enumeration, a float range or an int range."""
-
-    name: str
-    kind: str  # "choice" | "range" | "int"
-    values: tuple[Any, ...] = ()
-    weights: tuple[float, ...] | None = None
-    lo: float = 0.0
-    hi: float = 0.0
-
-    def sample(self, rng: np.random.Generator) -> Any:
-        if self.kind == "choice":
-            if len(self.values) == 1:
-                return self.values[0]
-            if self.weights is not None:
-                idx = int(rng.choice(len(self.values), p=np.asarray(self.weights) / sum(self.weights)))
-            else:
-                idx = int(rng.integers(len(self.values)))
-            return self.values[idx]
-        if self.kind == "int":
-            return int(rng.integers(int(self.lo), int(self.hi) + 1))
-        return round(float(rng.uniform(self.lo, self.hi)), 5)
-
-    @property
-    def cardinality(self) -> float:
-        if self.kind == "choice":
-            return len(self.values)
-        if self.kind == "int":
-            return int(self.hi) - int(self.lo) + 1
-        return math.inf
-
-
-@dataclass(frozen=True)
-class InnerOp:
-    """An operator inside a subgraph block: a reference to an op block, params pinned."""
-
-    block: str
-    params: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Block:
-    name: str
-    source: str
-    op: str | None = None
-    rule: str = "unary"
-    in_degree: frozenset[int] = frozenset({1})
-    out_degree: frozenset[int] = DEFAULT_OUT_DEGREE
-    params: tuple[ParamSpec, ...] = ()
-    constraints: tuple[str, ...] = ()
-    dtypes: tuple[str, ...] = ("float32",)
-    ranks: tuple[int, ...] | None = None
-    domain: str | None = None
-    ops: tuple[InnerOp, ...] = ()
-    edges: tuple[tuple[int, int], ...] = ()
-    paper: str | None = None
-    doc: str = ""
-
-    @property
-    def is_subgraph(self) -> bool:
-        return bool(self.ops)
-
-    def sample_params(self, rng: np.random.Generator, pinned: dict[str, tuple[Any, ...]] | None = None) -> dict[str, Any]:
-        """Draw every parameter; constraints are met by rejection sampling."""
-        specs = self.params
-        for _ in range(200):
-            p = {}
-            for s in specs:
-                if pinned and s.name in pinned:
-                    vals = pinned[s.name]
-                    p[s.name] = vals[int(rng.integers(len(vals)))] if len(vals) > 1 else vals[0]
-                else:
-                    p[s.name] = s.sample(rng)
-            if all(_eval_constraint(c, p) for c in self.constraints):
-                return p
-        raise CorpusError(f"{self.source}: block {self.name}: field constraints: no parameter draw satisfies them")
-
-    def canonical_params(self, pinned: dict[str, tuple[Any, ...]] | None = None) -> dict[str, Any]:
-        """The block's common configuration: the most likely choice, the middle of a range."""
-        p: dict[str, Any] = {}
-        for s in self.params:
-            if pinned and s.name in pinned:
-                p[s.name] = pinned[s.name][0]
-            elif s.kind == "choice":
-                w = s.weights or (1.0,) * len(s.values)
-                p[s.name] = s.values[max(range(len(s.values)), key=lambda i: (w[i], -i))]
-            elif s.kind == "int":
-                p[s.name] = min(max(1, int(s.lo)), int(s.hi))
-            else:
-                p[s.name] = round((s.lo + s.hi) / 2, 5)
-        return p
-
-    def spec(self, name: str) -> ParamSpec | None:
-        for s in self.params:
-            if s.name == name:
-                return s
-        return None
-
-
-def _eval_constraint(expr: str, params: dict[str, Any]) -> bool:
-    return bool(eval(expr, {"__builtins__": {}, "abs": abs, "min": min, "max": max}, dict(params)))  # noqa: S307
-
-
-@dataclass
-class Corpus:
-    blocks: dict[str, Block]
-    files: tuple[str, ...] = ()
-
-    def __iter__(self) -> Iterable[Block]:
-        return iter(self.blocks.values())
-
-    def __len__(self) -> int:
-        return len(self.blocks)
-
-    def __getitem__(self, name: str) -> Block:
-        return self.blocks[name]
-
-    @property
-    def operator_types(self) -> list[str]:
-        """Distinct ONNX operator types the corpus can emit (for coverage n_t)."""
-        return sorted({b.op for b in self.blocks.values() if b.op})
-
-
-def subgraph_entries(block: Block) -> int:
-    """External inputs of a subgraph: one per inner op that has no inner predecessor."""
-    has_pred = {dst for _, dst in block.edges}
-    return sum(1 for i in range(len(block.ops)) if i not in has_pred)
-
+from ofuzz.blocks import (BLOCK_FIELDS, DEFAULT_OUT_DEGREE, KNOWN_DOMAINS, KNOWN_DTYPES, Block, Corpus, CorpusError, InnerOp,
+                          ParamSpec)
+from ofuzz.solver.rules import validate_block
 
 # ---------------------------------------------------------------------------
 # loading and validation
@@ -333,8 +192,6 @@ def load_file(path: Path) -> list[Block]:
 
 def load_corpus(paths: Iterable[Path] | Path | None = None) -> Corpus:
     """Load and validate a corpus from files or folders (default: the shipped opsets/)."""
-    from ofuzz.solver.rules import validate_block  # late import: rules depend on corpus types
-
     if paths is None:
         paths = [default_corpus_dir()]
     elif isinstance(paths, (str, Path)):

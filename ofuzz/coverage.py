@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ofuzz.corpus import Corpus
+from ofuzz.blocks import Corpus
 
 METRICS = ("OTC", "IDC", "ODC", "SEC", "SPC")
 

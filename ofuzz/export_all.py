@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ofuzz.engines.registry import EngineSpec
-from ofuzz.generate import load_npz
+from ofuzz.npz import load_npz
 from ofuzz.judging import Policy
 from ofuzz.runner import EnginePool, for_each_in_pools
 from ofuzz.signature import finding_id

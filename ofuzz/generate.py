@@ -6,9 +6,7 @@ byte-identical models regardless of what was generated before.
 """
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,12 +15,13 @@ import numpy as np
 import onnx
 
 from ofuzz import __version__
-from ofuzz.corpus import Corpus
+from ofuzz.blocks import Corpus
 from ofuzz.coverage import OpRecord
 from ofuzz.emit import check_model, emit_model
 from ofuzz.genome import Genome, assign_blocks, single_block_genome
 from ofuzz.graphs import DEFAULT_P, K_CHOICES, make_graph
 from ofuzz.mutations import apply_mutations, random_input_shape, select_mutations
+from ofuzz.npz import npz_bytes
 from ofuzz.solver.builder import Builder
 from ofuzz.solver.realise import realise
 from ofuzz.solver.rules import OPSET
@@ -62,24 +61,6 @@ class GeneratedModel:
         (out_dir / f"{self.id}.inputs.npz").write_bytes(npz_bytes(self.inputs))
         (out_dir / f"{self.id}.json").write_text(json.dumps(self.provenance, indent=1, sort_keys=True))
         return path
-
-
-def load_npz(path: Path) -> dict[str, np.ndarray]:
-    """All arrays of an .npz, read now (the file is closed on return)."""
-    with np.load(path) as z:
-        return {k: z[k] for k in z.files}
-
-
-def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """An .npz with fixed zip timestamps, so equal inputs give equal bytes."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
-        for name in sorted(arrays):
-            arr_buf = io.BytesIO()
-            np.lib.format.write_array(arr_buf, np.asarray(arrays[name]), allow_pickle=False)
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            zf.writestr(info, arr_buf.getvalue())
-    return buf.getvalue()
 
 
 def model_id(seed: int, index: int) -> str:

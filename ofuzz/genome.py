@@ -13,7 +13,7 @@ from typing import Any, Iterable
 import networkx as nx
 import numpy as np
 
-from ofuzz.corpus import Block, Corpus
+from ofuzz.blocks import Block, Corpus
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ofuzz.corpus import Corpus
+from ofuzz.blocks import Corpus, eval_constraint
 from ofuzz.genome import Genome, InnerGene
 
 MODEL_LEVEL = ("GEA", "GER", "BNA", "BNR")
@@ -140,9 +140,8 @@ def pm(genome: Genome, corpus: Corpus, r: float, rng: np.random.Generator) -> in
         spec = free[int(rng.integers(len(free)))]
         trial = dict(params)
         trial[spec.name] = spec.sample(rng)
-        from ofuzz.corpus import _eval_constraint
 
-        if all(_eval_constraint(c, trial) for c in blk.constraints):
+        if all(eval_constraint(c, trial) for c in blk.constraints):
             params.update(trial)
             changed += 1
     return changed

@@ -19,7 +19,7 @@ import onnx
 
 from ofuzz.engines.envs import python_for
 from ofuzz.engines.registry import EngineSpec
-from ofuzz.generate import npz_bytes
+from ofuzz.npz import npz_bytes
 from ofuzz.judging import Policy, judge_model
 from ofuzz import compare
 from ofuzz.compare import RULE

@@ -19,7 +19,7 @@ import onnx
 from ofuzz.engines.client import Outcome, Worker
 from ofuzz.engines.envs import install_command, python_for
 from ofuzz.engines.registry import EngineSpec
-from ofuzz.generate import npz_bytes
+from ofuzz.npz import npz_bytes
 
 
 class EnginePool:

@@ -20,7 +20,7 @@ from pathlib import Path
 import onnx
 
 from ofuzz.engines.registry import resolve
-from ofuzz.generate import load_npz
+from ofuzz.npz import load_npz
 from ofuzz.judging import judge_model
 from ofuzz.triage import export
 from ofuzz.runner import EnginePool, for_each_in_pools

@@ -21,7 +21,8 @@ from ofuzz.corpus import load_corpus
 from ofuzz.engines.client import Worker
 from ofuzz.engines.envs import python_for
 from ofuzz.engines.registry import resolve
-from ofuzz.generate import GenerateOptions, generate_one, npz_bytes
+from ofuzz.generate import GenerateOptions, generate_one
+from ofuzz.npz import npz_bytes
 
 
 def main() -> None:

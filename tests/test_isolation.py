@@ -34,7 +34,7 @@ def double(tmp_path_factory):
     ("Cosh", "prepare", "exception", "RuntimeError"),
 ])
 def test_each_fault_is_classified_and_the_worker_recovers(double, tmp_path, op, stage, kind, detail):
-    from ofuzz.generate import npz_bytes
+    from ofuzz.npz import npz_bytes
 
     x = tmp_path / "x.npz"
     x.write_bytes(npz_bytes(inputs_for()))
@@ -53,7 +53,7 @@ def test_each_fault_is_classified_and_the_worker_recovers(double, tmp_path, op, 
 
 
 def test_restarts_are_counted(double, tmp_path):
-    from ofuzz.generate import npz_bytes
+    from ofuzz.npz import npz_bytes
 
     x = tmp_path / "x.npz"
     x.write_bytes(npz_bytes(inputs_for()))

@@ -12,7 +12,7 @@ from typing import Any
 
 import networkx as nx
 
-from ofuzz.corpus import Block, Corpus
+from ofuzz.blocks import Block, Corpus
 from ofuzz.coverage import OpRecord, spc_key
 from ofuzz.genome import Genome, NodeGene
 from ofuzz.solver.builder import FLOAT, Builder, SolverError, T

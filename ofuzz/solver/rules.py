@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from onnx import defs
 
-from ofuzz.corpus import Block, CorpusError
+from ofuzz.blocks import Block, CorpusError
 from ofuzz.solver.adapters import guard_domain, merge_into, nearest_rank, norm_axis, reshape, to_dtype, to_rank
 from ofuzz.solver.builder import DTYPE_NAMES, Builder, T
 from ofuzz.solver.rules_basic import RULES_BASIC

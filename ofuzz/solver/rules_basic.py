@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ofuzz.corpus import Block
+from ofuzz.blocks import Block
 from ofuzz.solver.adapters import cast, fit, norm_axis, to_bool
 from ofuzz.solver.builder import BOOL, FLOAT, INT64, NP_DTYPE, Builder, T
 

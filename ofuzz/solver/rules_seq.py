@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from ofuzz.corpus import Block
+from ofuzz.blocks import Block
 from ofuzz.solver.builder import Builder, T
 
 Params = dict[str, Any]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ofuzz.corpus import Block
+from ofuzz.blocks import Block
 from ofuzz.solver.adapters import INT64_MAX, cast, fit, norm_axis, reshape, shrink, to_rank
 from ofuzz.solver.builder import FLOAT, INT64, Builder, SolverError, T
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ofuzz.corpus import Block
+from ofuzz.blocks import Block
 from ofuzz.solver.adapters import pad_to, reshape, shrink, slice_to
 from ofuzz.solver.builder import Builder, SolverError, T
 

@@ -15,7 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ofuzz.campaign import Campaign, CampaignOptions, finding_id
+from ofuzz.campaign import Campaign, CampaignOptions
+from ofuzz.signature import finding_id
 from ofuzz.export_all import export_findings  # noqa: E402
 from ofuzz.corpus import load_corpus  # noqa: E402
 from ofuzz.engines.registry import resolve  # noqa: E402
