@@ -69,6 +69,19 @@ class Stats:
         return self.elapsed_before + time.monotonic() - self.started
 
 
+@dataclass
+class Pending:
+    """A generated model on its way through an engine pool (what the loop must remember until its verdict)."""
+
+    idx: int
+    model: GeneratedModel
+    preferred: list[str]
+    node: int | None  # the chooser's node that picked the blocks
+    kept: bool  # it added coverage
+    gen_time: float
+    path: Path | None = None  # where its files were saved for the engines
+
+
 class Campaign:
     def __init__(self, corpus: Corpus, specs: list[EngineSpec], opts: CampaignOptions, out: Path, resume: bool = False,
                  known_gaps: set[str] | None = None) -> None:
@@ -111,6 +124,10 @@ class Campaign:
         self.stop_reason = ""
         self._stopping = threading.Event()
         self.pools: list[EnginePool] = []
+        self._idle: Queue[EnginePool] = Queue()  # pools not judging a model right now
+        self.versions: dict[str, Any] = {}  # engine -> version, known once the pools have started
+        self.unavailable: dict[str, str] = {}  # engine -> why it could not start
+        self.cpu_self = self.cpu_workers = 0.0  # CPU seconds of this process and of the engine workers, at the stop
         self.session_generated = self.session_kept = self.session_run = 0
 
     @staticmethod
@@ -156,18 +173,19 @@ class Campaign:
     def _save_files(self, m: GeneratedModel) -> Path:
         return m.save(self.out / "models")
 
-    def _judge(self, pools: "Queue[EnginePool]", m: GeneratedModel, path: Path) -> tuple[Judged | None, float]:
-        pool = pools.get()
+    def _judge(self, m: GeneratedModel, path: Path) -> tuple[Judged | None, float]:
+        pool = self._idle.get()
         t0 = time.perf_counter()
         try:
             if self._stopping.is_set():
                 return None, 0.0
             return judge_model(pool, m.model, path, m.inputs, self.opts.localise, self.policy, self._skips(m)), time.perf_counter() - t0
         finally:
-            pools.put(pool)
+            self._idle.put(pool)
 
-    def _commit(self, idx: int, m: GeneratedModel, preferred: list[str], node: int | None, kept: bool,
-                judged: Judged | None, gen_time: float, judge_time: float) -> list[str]:
+    def _commit(self, p: "Pending", judged: Judged | None, judge_time: float) -> list[str]:
+        """Record one model in one transaction: its engine runs, findings, coverage, chooser update and reward."""
+        m = p.model
         runs: list[tuple[str, str, float, float]] = []
         findings: list[dict[str, Any]] = []
         if judged is not None:
@@ -186,16 +204,17 @@ class Campaign:
                     self._learn_gap(g["engine"], g.get("op") or "", g.get("attribute") or "")
             findings = [f.to_json() for f in judged.findings if f.blamed or judged.verdict.split]
             for f in findings:
-                f["detail"] = {**f.get("detail", {}), "model": m.id, "versions": self._versions, "klass": f.get("klass", "bug")}
+                f["detail"] = {**f.get("detail", {}), "model": m.id, "versions": self.versions, "klass": f.get("klass", "bug")}
         cov = self.coverage.metrics()
         fresh = {f["signature"] for f in findings if f["detail"]["klass"] == "bug"} - self.signatures  # drift or gaps are no reward
-        self.chooser.backprop(node, reward(bool(fresh), kept))  # the tree's change is committed with this model
+        r = reward(bool(fresh), p.kept)
+        self.chooser.backprop(p.node, r)  # the tree's change is committed with this model
         new = self.store.commit_model(
-            idx,
-            {"id": m.id, "kept": kept, "run": judged is not None, "new_coverage": kept, "blocks": m.provenance["blocks"],
-             "preferred": preferred, "node_count": m.provenance["node_count"], "gen_time": gen_time, "judge_time": judge_time,
-             "reward": 0.0},
-            m.provenance["coverage_records"] if kept else None, runs, findings,
+            p.idx,
+            {"id": m.id, "kept": p.kept, "run": judged is not None, "new_coverage": p.kept, "blocks": m.provenance["blocks"],
+             "preferred": p.preferred, "node_count": m.provenance["node_count"], "gen_time": p.gen_time,
+             "judge_time": judge_time, "reward": r},
+            m.provenance["coverage_records"] if p.kept else None, runs, findings,
             {"elapsed": self.stats.elapsed, "generated": self.stats.generated, "kept": self.stats.kept, "run": self.stats.run,
              **cov, "unique_findings": self.stats.unique, "engine_time": self.stats.engine_time},
             self.chooser.state_delta(),
@@ -207,78 +226,98 @@ class Campaign:
                 self.stats.classes[f["detail"]["klass"]] = self.stats.classes.get(f["detail"]["klass"], 0) + 1
         return new
 
+    # -- the loop, as steps: start pools → (next model → dispatch)* → collect → stop pools ---------------------------
+
     def run(self, on_progress: Callable[["Campaign"], None] | None = None) -> None:
-        W = max(1, self.opts.workers)
-        pools: Queue[EnginePool] = Queue()
-        made = [EnginePool(self.specs, self.out / "work" / f"pool{i}", self.opts.timeout) for i in range(W)]
-        self.pools = made
-        for p in made:
-            p.start()
-        for p in made:
-            pools.put(p)
-        self._versions = made[0].versions()
-        self.unavailable = dict(made[0].unavailable)
-        self.store.set_meta("versions", self._versions)
-        self.store.set_meta("unavailable", self.unavailable)
-        execu = ThreadPoolExecutor(max_workers=W)
-        pending: dict[Future[Any], tuple[Any, ...]] = {}
+        """Keep every engine pool busy with new models until the budget is spent; commit each verdict as it arrives."""
+        self._start_pools()
+        execu = ThreadPoolExecutor(max_workers=len(self.pools))
+        pending: dict[Future[Any], Pending] = {}
         try:
             while True:
-                busy0 = time.perf_counter()
-                while len(pending) < W and self._budget_left():
-                    idx = next(self.todo)
-                    t0 = time.perf_counter()
-                    preferred, node = self.chooser.choose()
-                    m = generate_one(self.corpus, self.opts.seed, idx, self.gen_opts, preferred=preferred)
-                    recs = m.records
-                    kept = self.coverage.is_new(recs)
-                    if kept:
-                        self.coverage.add(recs)
-                    gen_time = time.perf_counter() - t0
-                    self.stats.generated += 1
-                    self.stats.kept += int(kept)
-                    self.session_generated += 1
-                    self.session_kept += int(kept)
-                    if not kept and not self.opts.run_all:
-                        self._commit(idx, m, preferred, node, False, None, gen_time, 0.0)
-                        continue
-                    path = self._save_files(m)
-                    fut = execu.submit(self._judge, pools, m, path)
-                    pending[fut] = (idx, m, preferred, node, kept, gen_time, path)
-                self.stats.own_time += time.perf_counter() - busy0
+                busy = time.perf_counter()
+                while len(pending) < len(self.pools) and self._budget_left():
+                    p = self._next_model()
+                    if p is not None:
+                        pending[self._dispatch(execu, p)] = p
+                self.stats.own_time += time.perf_counter() - busy
                 if not pending:
                     break
                 done, _ = wait(list(pending), timeout=0.25, return_when=FIRST_COMPLETED)
-                busy1 = time.perf_counter()
+                busy = time.perf_counter()
                 for fut in done:
-                    idx, m, preferred, node, kept, gen_time, path = pending.pop(fut)
-                    judged, jt = fut.result()
-                    if judged is None:
-                        continue
-                    self.stats.run += 1
-                    self.session_run += 1
-                    self._commit(idx, m, preferred, node, kept, judged, gen_time, jt)
-                    if not kept and not self._is_finding_model(m.id):  # keep files only of tests and findings
-                        for ext in (".onnx", ".inputs.npz", ".json"):
-                            (self.out / "models" / f"{m.id}{ext}").unlink(missing_ok=True)
-                self.stats.own_time += time.perf_counter() - busy1
+                    self._collect(pending.pop(fut), fut)
+                self.stats.own_time += time.perf_counter() - busy
                 if on_progress:
                     on_progress(self)
-                if not self._budget_left() and pending and self.opts.budget is not None and self.stats.elapsed > self.opts.budget + 2:
+                if self._past_hard_budget(pending):
                     break  # hard budget: do not wait for a slow engine
         finally:
-            self._stopping.set()
-            self.cpu_workers = sum(_cpu_seconds(w.proc.pid) for p in made for w in p.workers.values() if w.proc is not None)
-            for p in made:
-                p.close()
-            ru = resource.getrusage(resource.RUSAGE_SELF)
-            self.cpu_self = ru.ru_utime + ru.ru_stime
-            execu.shutdown(wait=False, cancel_futures=True)
-            self.store.set_meta("last_stop", {"reason": self.stop_reason, "at": time.time(), "elapsed": self.stats.elapsed,
-                                              "own_time": self.stats.own_time, "cpu_self": self.cpu_self,
-                                              "cpu_workers_alive": self.cpu_workers})
+            self._stop_pools(execu)
             if on_progress:
                 on_progress(self)
+
+    def _start_pools(self) -> None:
+        self.pools = [EnginePool(self.specs, self.out / "work" / f"pool{i}", self.opts.timeout) for i in range(max(1, self.opts.workers))]
+        for p in self.pools:
+            p.start()
+        for p in self.pools:
+            self._idle.put(p)
+        self.versions = self.pools[0].versions()
+        self.unavailable = dict(self.pools[0].unavailable)
+        self.store.set_meta("versions", self.versions)
+        self.store.set_meta("unavailable", self.unavailable)
+
+    def _next_model(self) -> "Pending | None":
+        """Generate the next model; a model that adds no coverage is committed at once and not run (unless --run-all)."""
+        idx = next(self.todo)
+        t0 = time.perf_counter()
+        preferred, node = self.chooser.choose()
+        m = generate_one(self.corpus, self.opts.seed, idx, self.gen_opts, preferred=preferred)
+        recs = m.records
+        kept = self.coverage.is_new(recs)
+        if kept:
+            self.coverage.add(recs)
+        p = Pending(idx, m, preferred, node, kept, time.perf_counter() - t0)
+        self.stats.generated += 1
+        self.stats.kept += int(kept)
+        self.session_generated += 1
+        self.session_kept += int(kept)
+        if not kept and not self.opts.run_all:
+            self._commit(p, None, 0.0)
+            return None
+        return p
+
+    def _dispatch(self, execu: ThreadPoolExecutor, p: "Pending") -> Future[Any]:
+        p.path = self._save_files(p.model)
+        return execu.submit(self._judge, p.model, p.path)
+
+    def _collect(self, p: "Pending", fut: Future[Any]) -> None:
+        judged, judge_time = fut.result()
+        if judged is None:
+            return
+        self.stats.run += 1
+        self.session_run += 1
+        self._commit(p, judged, judge_time)
+        if not p.kept and not self._is_finding_model(p.model.id):  # keep files only of tests and findings
+            for ext in (".onnx", ".inputs.npz", ".json"):
+                (self.out / "models" / f"{p.model.id}{ext}").unlink(missing_ok=True)
+
+    def _past_hard_budget(self, pending: dict[Future[Any], "Pending"]) -> bool:
+        return (not self._budget_left() and bool(pending) and self.opts.budget is not None
+                and self.stats.elapsed > self.opts.budget + 2)
+
+    def _stop_pools(self, execu: ThreadPoolExecutor) -> None:
+        self._stopping.set()
+        self.cpu_workers = sum(_cpu_seconds(w.proc.pid) for p in self.pools for w in p.workers.values() if w.proc is not None)
+        for p in self.pools:
+            p.close()
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        self.cpu_self = ru.ru_utime + ru.ru_stime
+        execu.shutdown(wait=False, cancel_futures=True)
+        self.store.set_meta("last_stop", {"reason": self.stop_reason, "at": time.time(), "elapsed": self.stats.elapsed,
+                                          "own_time": self.stats.own_time, "cpu_self": self.cpu_self,
+                                          "cpu_workers_alive": self.cpu_workers})
 
     def _is_finding_model(self, model_id: str) -> bool:
         return self.store.is_finding_model(model_id)

@@ -325,7 +325,7 @@ def _progress_table(c) -> Table:
         t.add_row(eng, "  ".join(f"{k} {d.get(k, 0)}" for k in ("DCP", "DCF", "IF", "MCF", "SKIP"))
                   + f"   compared {100 * compared / max(total, 1):.0f}%")
     t.add_row("unique signatures", f"{s.unique}  (" + ", ".join(f"{k} {n}" for k, n in sorted(s.classes.items())) + "; triage after the budget clusters them into root causes)")
-    if getattr(c, "unavailable", None):
+    if c.unavailable:
         t.add_row("skipped engines", "; ".join(f"{k}: {v}" for k, v in c.unavailable.items()))
     return t
 

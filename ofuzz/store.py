@@ -140,6 +140,17 @@ class Store:
         return self.db.execute("SELECT o.idx, m.id FROM occurrences o JOIN models m ON m.idx = o.idx WHERE o.signature = ? "
                                "ORDER BY o.idx LIMIT ?", (signature, limit)).fetchall()
 
+    def blamed_where_passed(self, blamed_prefix: str, passed_engine: str) -> dict[str, list[tuple[int, str]]]:
+        """signature -> [(idx, model id)] of findings blamed on engines named `blamed_prefix`* in models where
+        `passed_engine` passed (DCP): e.g. ARM-only MNN defects, where x86 MNN ran the same model correctly."""
+        out: dict[str, list[tuple[int, str]]] = {}
+        for sig, idx, mid in self.db.execute(
+                "SELECT o.signature, o.idx, m.id FROM occurrences o JOIN engine_runs r ON r.idx = o.idx AND r.engine = ? "
+                "JOIN models m ON m.idx = o.idx JOIN findings f ON f.signature = o.signature "
+                "WHERE o.engine LIKE ? AND r.status = 'DCP' AND f.blamed = 1 ORDER BY o.idx", (passed_engine, blamed_prefix + "%")):
+            out.setdefault(sig, []).append((idx, mid))
+        return out
+
     def is_finding_model(self, model_id: str) -> bool:
         row = self.db.execute("SELECT 1 FROM occurrences o JOIN models m ON m.idx = o.idx WHERE m.id=? LIMIT 1", (model_id,)).fetchone()
         return row is not None

@@ -10,9 +10,7 @@ reduced and exported to DIR/repros-arm/<id> (x86 MNN's status on the reduced mod
 from __future__ import annotations
 
 import argparse
-import collections
 import json
-import sqlite3
 import statistics
 import time
 from pathlib import Path
@@ -25,18 +23,7 @@ from ofuzz.judging import judge_model
 from ofuzz.triage import export
 from ofuzz.runner import EnginePool, for_each_in_pools
 from ofuzz.signature import finding_id
-
-
-def candidates(db: sqlite3.Connection) -> dict[str, list[tuple[int, str]]]:
-    """signature -> [(model idx, model id)] for ARM-blamed findings in models where x86 MNN passed."""
-    rows = db.execute(
-        "SELECT o.signature, o.idx, m.id FROM occurrences o JOIN engine_runs r ON r.idx = o.idx AND r.engine = 'mnn' "
-        "JOIN models m ON m.idx = o.idx JOIN findings f ON f.signature = o.signature "
-        "WHERE o.engine LIKE 'mnn-arm%' AND r.status = 'DCP' AND f.blamed = 1 ORDER BY o.idx")
-    out: dict[str, list[tuple[int, str]]] = collections.defaultdict(list)
-    for sig, idx, mid in rows:
-        out[sig].append((idx, mid))
-    return out
+from ofuzz.store import Store
 
 
 def main() -> None:
@@ -47,12 +34,11 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="parallel engine pools")
     ap.add_argument("--limit", type=int, default=0, help="only the first N signatures (0 = all)")
     a = ap.parse_args()
-    db = sqlite3.connect(str(a.campaign / "campaign.sqlite"))
-    engines = json.loads(dict(db.execute("SELECT key, value FROM meta"))["options"])["engines"]
-    cands = candidates(db)
-    findings = {sig: dict(zip(("engine", "status", "op", "summary"), row)) for sig, *row in
-                db.execute("SELECT signature, engine, status, op, summary FROM findings")}
-    n_models = db.execute("SELECT COUNT(*) FROM engine_runs WHERE engine = 'mnn'").fetchone()[0]
+    store = Store(a.campaign)
+    engines = store.get_meta("options")["engines"]
+    cands = store.blamed_where_passed("mnn-arm", "mnn")
+    findings = {f["signature"]: f for f in store.findings()}
+    n_models = sum(v for k, v in store.engine_stats().get("mnn", {}).items() if k != "time")
     print(f"{n_models} judged models; {len(cands)} ARM-blamed signatures in models where x86 MNN passed "
           f"({sum(len(v) for v in cands.values())} occurrences)")
     specs = resolve(engines)

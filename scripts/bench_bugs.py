@@ -24,6 +24,8 @@ from pathlib import Path
 
 import yaml
 
+from ofuzz.store import Store
+
 ROOT = Path(__file__).resolve().parents[1]
 BUGS = ROOT / "tests" / "data" / "bugs"
 
@@ -59,11 +61,9 @@ def count(campaign: Path, triage_seconds: float | None, bugs: list[dict]) -> dic
     classes = {k: len(v) for k, v in res["classes"].items()}
     signatures = sum(classes.values())
     meta = json.loads(ofuzz("findings", str(campaign), "--json").stdout or "[]")
-    import sqlite3
-
-    con = sqlite3.connect(str(campaign / "campaign.sqlite"))
-    elapsed = json.loads(dict(con.execute("SELECT key, value FROM meta").fetchall()).get("last_stop", "{}")).get("elapsed", 0.0)
-    con.close()
+    store = Store(campaign)
+    elapsed = (store.get_meta("last_stop") or {}).get("elapsed", 0.0)
+    store.close()
     found = [b["name"] for b in bugs if covered(b, roots)]
     return {"campaign": str(campaign), "signatures": signatures or len(meta), "root_causes": len(roots), "classes": classes,
             "root_causes_per_hour": len(roots) / (elapsed / 3600) if elapsed else 0.0, "elapsed": elapsed,
