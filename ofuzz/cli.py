@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ofuzz.corpus import CorpusError, load_corpus
+from ofuzz.defaults import CHOOSERS, DEFAULT_ENGINES, GRAPH_MODELS, default_runs_dir, parse_blocks, parse_duration
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="ofuzz: graph-based differential fuzzing of DL inference engines.")
 console = Console(stderr=True)
@@ -26,19 +27,32 @@ def fail(msg: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def parse_blocks(spec: str) -> tuple[int, int]:
-    """'10' or '1..30' → inclusive range."""
+def blocks_range(spec: str) -> tuple[int, int]:
     try:
-        if ".." in spec:
-            lo, _, hi = spec.partition("..")
-            rng = (int(lo), int(hi))
-        else:
-            rng = (int(spec), int(spec))
-    except ValueError:
-        raise typer.BadParameter(f"--blocks takes N or LO..HI, got {spec!r}") from None
-    if rng[0] < 1 or rng[1] < rng[0] or rng[1] > 500:
-        raise typer.BadParameter(f"--blocks range must satisfy 1 <= LO <= HI <= 500, got {spec!r}")
-    return rng
+        return parse_blocks(spec)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def duration(spec: str, option: str = "--budget") -> float:
+    try:
+        return parse_duration(spec)
+    except ValueError as exc:
+        raise typer.BadParameter(f"{option}: {exc}") from None
+
+
+# options several commands share: declared once
+ENGINES_OPTION = typer.Option(",".join(DEFAULT_ENGINES), "--engines", "-e", help="Comma-separated engines (FILE.py:Class plug-ins allowed).")
+PLUGIN_OPTION = typer.Option(None, "--engine", help="Extra plug-in FILE.py:Class (repeatable).")
+CORPUS_OPTION = typer.Option(None, "--corpus", help="Corpus file or folder (repeatable); default: opsets/.")
+GRAPH_OPTION = typer.Option("mixed", help="Graph model: " + ", ".join(GRAPH_MODELS) + " (mixed: half ws, half rn).")
+TIMEOUT_OPTION = typer.Option(None, help="Per-step engine timeout in seconds (default: each engine's own).")
+WORKERS_OPTION = typer.Option(0, help="Parallel engine pools (default: the machine's cores).")
+
+
+def _check_graph(graph: str) -> None:
+    if graph not in GRAPH_MODELS:
+        raise typer.BadParameter(f"--graph must be one of {', '.join(GRAPH_MODELS)}")
 
 
 def _corpus(paths: Optional[list[Path]]):
@@ -52,21 +66,20 @@ def _corpus(paths: Optional[list[Path]]):
 def generate(
     count: int = typer.Option(10, "--count", "-n", min=1, help="Number of models."),
     blocks: str = typer.Option("10", help="Blocks per model: N or LO..HI (drawn uniformly per model)."),
-    graph: str = typer.Option("mixed", help="Graph model: ws, rn or mixed (half each)."),
+    graph: str = GRAPH_OPTION,
     mutations: bool = typer.Option(True, "--mutations/--no-mutations", help="Apply GEA/GER/BNA/BNR/TSM/PM."),
     seed: int = typer.Option(0, help="Campaign seed; model i uses (seed, i)."),
     out: Path = typer.Option(Path("models"), "--out", "-o", help="Output folder."),
-    corpus: Optional[list[Path]] = typer.Option(None, "--corpus", help="Corpus file or folder (repeatable); default: opsets/."),
+    corpus: Optional[list[Path]] = CORPUS_OPTION,
     check: bool = typer.Option(True, "--check/--no-check", help="Run onnx.checker (full) on every model."),
     start: int = typer.Option(0, help="Index of the first model (to extend a set)."),
 ) -> None:
     """Generate models: DIR/<id>.onnx, DIR/<id>.inputs.npz and DIR/<id>.json."""
     from ofuzz.generate import GenerateOptions, generate_one
 
-    if graph not in ("ws", "rn", "mixed"):
-        raise typer.BadParameter("--graph must be ws, rn or mixed")
+    _check_graph(graph)
     c = _corpus(corpus)
-    opts = GenerateOptions(blocks=parse_blocks(blocks), graph=graph, mutations=mutations, check=check)
+    opts = GenerateOptions(blocks=blocks_range(blocks), graph=graph, mutations=mutations, check=check)
     degraded = 0
     with Progress(TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task("gen", total=count)
@@ -99,7 +112,7 @@ def corpus_cmd(
 @app.command()
 def engines(
     install: Optional[str] = typer.Option(None, "--install", help="Create the environment of NAME (or 'all')."),
-    engine: Optional[list[str]] = typer.Option(None, "--engine", help="Extra plug-in FILE.py:Class (repeatable)."),
+    engine: Optional[list[str]] = PLUGIN_OPTION,
     probe: bool = typer.Option(True, "--probe/--no-probe", help="Start each available engine to read its version."),
     capabilities: Optional[Path] = typer.Option(None, "--capabilities", help="Show what engines said they do not support in this triaged campaign folder."),
 ) -> None:
@@ -107,7 +120,9 @@ def engines(
     if capabilities is not None:
         if not (capabilities / "campaign.sqlite").is_file():
             fail(f"{capabilities}: no campaign.sqlite here; pass a campaign folder (triaged by `ofuzz bugs DIR`)")
-        gaps = _capabilities(capabilities)
+        from ofuzz.export_all import capability_gaps
+
+        gaps = capability_gaps(capabilities)
         t = Table(title=f"engine capability gaps in {capabilities} ({len(gaps)}; from messages matching noise/unsupported.yaml)")
         for col in ("engine", "operator", "attribute", "signatures", "rule"):
             t.add_column(col)
@@ -162,50 +177,17 @@ def engines(
     out_console().print(t)
 
 
-def _prepare_user_model(path: Path, workdir: Path) -> tuple[Any, Path]:
-    """Load and check a user's model; fix free dimensions to 1 (with a warning)."""
-    import onnx
+def _user_model(model_path: Path, inputs: Optional[Path], workdir: Path) -> tuple[Any, Path, dict]:
+    """The user's model (free dimensions fixed, with a warning) and its feeds, or one clear error line."""
+    from ofuzz.user_model import UserInputError, load_feeds, load_user_model
 
     try:
-        model = onnx.load(str(path))
-        onnx.checker.check_model(model)
-    except FileNotFoundError:
-        fail(f"{path}: no such file")
-    except Exception as exc:
-        fail(f"{path}: not a valid ONNX model ({str(exc).strip().splitlines()[0][:200]})")
-    fixed = []
-    for vi in model.graph.input:
-        for d in vi.type.tensor_type.shape.dim:
-            if not d.HasField("dim_value") or d.dim_value <= 0:
-                fixed.append(f"{vi.name}:{d.dim_param or '?'}")
-                d.Clear()
-                d.dim_value = 1
-    if fixed:
-        console.print(f"[yellow]warning:[/yellow] free dimensions fixed to 1: {', '.join(fixed)}")
-        path = workdir / "model.fixed.onnx"
-        onnx.save(model, str(path))
-    return model, path
-
-
-def _random_inputs(model, seed: int = 0) -> dict:
-    import numpy as np
-    from onnx import helper
-
-    rng = np.random.default_rng(seed)
-    init = {i.name for i in model.graph.initializer}
-    out = {}
-    for vi in model.graph.input:
-        if vi.name in init:
-            continue
-        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
-        dt = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
-        if dt == np.bool_:
-            out[vi.name] = rng.random(shape) < 0.5
-        elif np.issubdtype(dt, np.integer):
-            out[vi.name] = rng.integers(0, 4, size=shape).astype(dt)
-        else:
-            out[vi.name] = rng.uniform(-1, 1, shape).astype(dt)
-    return out
+        model, path, fixed = load_user_model(model_path, workdir)
+        if fixed:
+            console.print(f"[yellow]warning:[/yellow] free dimensions fixed to 1: {', '.join(fixed)}")
+        return model, path, load_feeds(model_path, inputs, model)
+    except UserInputError as exc:
+        fail(str(exc))
 
 
 def _resolve_engines(names: list[str]):
@@ -217,48 +199,26 @@ def _resolve_engines(names: list[str]):
         fail(str(exc))
 
 
-def _load_feeds(model_path: Path, inputs: Optional[Path], model) -> dict:
-    """--inputs, else the generator's sidecar DIR/<id>.inputs.npz, else U[-1, 1] inputs."""
-    import numpy as np
-
-    sidecar = model_path.with_name(model_path.name.removesuffix(".onnx") + ".inputs.npz")
-    src = inputs or (sidecar if sidecar.is_file() else None)
-    if src is None:
-        return _random_inputs(model)
-    try:
-        with np.load(src) as z:
-            feeds = {k: z[k] for k in z.files}
-    except Exception as exc:
-        fail(f"{src}: cannot read inputs ({exc})")
-    inits = {i.name for i in model.graph.initializer}
-    missing = [vi.name for vi in model.graph.input if vi.name not in feeds and vi.name not in inits]
-    if missing:
-        fail(f"{src}: no array for input(s) {missing}; name them as the model does")
-    return feeds
-
-
 @app.command()
 def run(
     model_path: Path = typer.Argument(..., help="An ONNX model."),
     inputs: Optional[Path] = typer.Option(None, "--inputs", help=".npz with the model's inputs (default: the generator's DIR/<id>.inputs.npz beside the model, else U[-1, 1])."),
-    engines: str = typer.Option(",".join(("onnxruntime", "tensorflow", "mnn", "reference")), "--engines", "-e", help="Comma-separated engines (or FILE.py:Class plug-ins)."),
-    engine: Optional[list[str]] = typer.Option(None, "--engine", help="Extra plug-in FILE.py:Class (repeatable)."),
+    engines: str = ENGINES_OPTION,
+    engine: Optional[list[str]] = PLUGIN_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     localise_dcf: bool = typer.Option(True, "--localise/--no-localise", help="Find the first diverging operator of a DCF."),
-    timeout: Optional[float] = typer.Option(None, help="Per-step timeout in seconds (default: each engine's own)."),
+    timeout: Optional[float] = TIMEOUT_OPTION,
 ) -> None:
     """Run one model on several engines and judge them; exit 1 on any finding."""
     import json
     import tempfile
 
-
-    from ofuzz.judging import judge_model
+    from ofuzz.judging import Policy, judge_model
     from ofuzz.runner import EnginePool
 
     specs = _resolve_engines(engines.split(",") + list(engine or []))
     with tempfile.TemporaryDirectory(prefix="ofuzz-run-") as tmp:
-        model, path = _prepare_user_model(model_path, Path(tmp))
-        feeds = _load_feeds(model_path, inputs, model)
+        model, path, feeds = _user_model(model_path, inputs, Path(tmp))
         with EnginePool(specs, Path(tmp) / "pool", timeout) as pool:
             with console.status("starting engines"):
                 pool.start()
@@ -267,8 +227,6 @@ def run(
             if not pool.names:
                 fail("no engine could run; see `ofuzz engines`")
             with console.status("running"):
-                from ofuzz.judging import Policy
-
                 judged = judge_model(pool, model, path, feeds, localise_dcf, Policy.default())
             versions = pool.versions()
     if as_json:
@@ -290,19 +248,6 @@ def run(
                       f.summary if f else "")
         out_console().print(t)
     raise typer.Exit(1 if judged.findings else 0)
-
-
-def parse_duration(spec: str) -> float:
-    """'30m', '90s', '2h', '1h30m' or plain seconds → seconds."""
-    import re
-
-    spec = spec.strip().lower()
-    if re.fullmatch(r"\d+(\.\d+)?", spec):
-        return float(spec)
-    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", spec)
-    if not parts or "".join(a + b for a, b in parts) != spec:
-        raise typer.BadParameter(f"--budget takes durations like 30m, 90s, 2h or 1h30m, got {spec!r}")
-    return sum(float(a) * {"h": 3600, "m": 60, "s": 1}[b] for a, b in parts)
 
 
 def _progress_table(c) -> Table:
@@ -332,21 +277,21 @@ def _progress_table(c) -> Table:
 
 @app.command()
 def campaign(
-    engines: str = typer.Option(",".join(("onnxruntime", "tensorflow", "mnn", "reference")), "--engines", "-e", help="Comma-separated engines (FILE.py:Class plug-ins allowed)."),
+    engines: str = ENGINES_OPTION,
     budget: Optional[str] = typer.Option(None, help="Wall-time budget, e.g. 30m (hard limit; default 10m unless --models/--tests)."),
     models: Optional[int] = typer.Option(None, help="Stop after N generated models."),
     tests: Optional[int] = typer.Option(None, help="Stop after N kept tests (models that added coverage)."),
     blocks: str = typer.Option("5..15", help="Blocks per model: N or LO..HI."),
-    graph: str = typer.Option("mixed", help="ws, rn or mixed."),
+    graph: str = GRAPH_OPTION,
     mutations: bool = typer.Option(True, "--mutations/--no-mutations"),
-    chooser: str = typer.Option("mcts", help="mcts or random."),
+    chooser: str = typer.Option("mcts", help="Block chooser: " + " or ".join(CHOOSERS) + "."),
     seed: int = typer.Option(0),
-    workers: int = typer.Option(0, help="Parallel engine pools (default: the machine's cores)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Campaign folder (default runs/<timestamp>)."),
+    workers: int = WORKERS_OPTION,
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Campaign folder (default: $OFUZZ_RUNS/<timestamp>, else ~/.local/share/ofuzz/runs/<timestamp>)."),
     resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the campaign stored in this folder."),
     run_all: bool = typer.Option(False, "--run-all", help="Run every model, not only those adding coverage."),
     localise_dcf: bool = typer.Option(True, "--localise/--no-localise", help="Find the diverging operator of each DCF."),
-    timeout: Optional[float] = typer.Option(None, help="Per-step engine timeout in seconds (default: each engine's own)."),
+    timeout: Optional[float] = TIMEOUT_OPTION,
     report: bool = typer.Option(True, "--report/--no-report", help="Write report.html at the end."),
     reduce: bool = typer.Option(True, "--reduce/--no-reduce", help="After the budget, reduce and export each unique finding (repros/<id>)."),
     reduce_time: Optional[str] = typer.Option(None, help="Time cap for that export phase (default: none, every finding is exported; `ofuzz repro --all` finishes a capped one)."),
@@ -372,18 +317,19 @@ def campaign(
             fail(f"{resume}: the store has no campaign options; it was not written by ofuzz campaign")
         opts = CampaignOptions(**{**saved, "blocks": tuple(saved["blocks"])})
         if budget is not None:
-            opts.budget = parse_duration(budget)
+            opts.budget = duration(budget)
         if models is not None:
             opts.models = models
         if tests is not None:
             opts.tests = tests
         out = resume
     else:
-        if graph not in ("ws", "rn", "mixed") or chooser not in ("mcts", "random"):
-            raise typer.BadParameter("--graph must be ws|rn|mixed and --chooser mcts|random")
+        _check_graph(graph)
+        if chooser not in CHOOSERS:
+            raise typer.BadParameter(f"--chooser must be one of {', '.join(CHOOSERS)}")
         names = [e.strip() for e in engines.split(",") if e.strip()]
-        b = parse_duration(budget) if budget else (None if (models or tests) else 600.0)
-        opts = CampaignOptions(engines=names, budget=b, models=models, tests=tests, blocks=parse_blocks(blocks), graph=graph,
+        b = duration(budget) if budget else (None if (models or tests) else 600.0)
+        opts = CampaignOptions(engines=names, budget=b, models=models, tests=tests, blocks=blocks_range(blocks), graph=graph,
                                mutations=mutations, chooser=chooser, seed=seed, workers=workers or (os.cpu_count() or 2),
                                run_all=run_all, localise=localise_dcf, timeout=timeout)
         out = out or default_runs_dir() / _time.strftime("%Y%m%d-%H%M%S")
@@ -417,7 +363,7 @@ def campaign(
         raise typer.Exit(130)
     console.print(f"campaign stopped: {c.stop_reason or 'done'}; store: {out}/campaign.sqlite")
     if reduce:
-        cap = parse_duration(reduce_time) if reduce_time else None
+        cap = duration(reduce_time, "--reduce-time") if reduce_time else None
         _export_with_progress(out, specs, opts.reduce_budget, cap, opts.workers)
         _print_bugs(out, known, limit=15)
     if report:
@@ -426,13 +372,6 @@ def campaign(
         path = write_report(out)
         console.print(f"report: {path}")
         print(path)
-
-
-def default_runs_dir() -> Path:
-    """Campaigns go outside any checkout unless --out says otherwise ($OFUZZ_RUNS, else ~/.local/share/ofuzz/runs)."""
-    import os
-
-    return Path(os.environ.get("OFUZZ_RUNS") or Path.home() / ".local" / "share" / "ofuzz" / "runs")
 
 
 def _export_with_progress(out: Path, specs: list, per_finding: float, cap: float | None, workers: int) -> None:
@@ -468,7 +407,7 @@ def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | Non
     """Cluster the triaged findings into root causes, store them, and print them ranked by severity."""
     import json
 
-    from ofuzz.export_all import finish_triage
+    from ofuzz.export_all import capability_gaps, finish_triage
     from ofuzz.rootcause import SEVERITY_NAMES
 
     known = _load_known(known_path, create=remember)
@@ -477,7 +416,7 @@ def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | Non
     known_ids = known.known_ids() if known else set()
     for r in roots:
         r["known"] = r["id"] in known_ids
-    gaps = _capabilities(campaign_dir)
+    gaps = capability_gaps(campaign_dir)
     if remember and known is not None:
         added = known.remember(roots, gaps, str(campaign_dir.resolve()))
         console.print(f"remembered {added} new root causes in {known_path}")
@@ -507,22 +446,6 @@ def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | Non
                         + (f"; {left} signatures not triaged yet (ofuzz bugs {campaign_dir})" if left else ""))
 
 
-def _capabilities(campaign_dir: Path) -> list[dict]:
-    """engine x operator x attribute gaps the triage found (each once, with how many signatures said so)."""
-    from ofuzz.store import Store
-
-    st = Store(campaign_dir)
-    rows = st.triage_rows()
-    st.close()
-    gaps: dict[str, dict] = {}
-    for r in rows:
-        g = (r["detail"].get("class_detail") or {}).get("gap")
-        if r["klass"] == "unsupported" and g:
-            e = gaps.setdefault(g["key"], {**g, "signatures": 0})
-            e["signatures"] += 1
-    return sorted(gaps.values(), key=lambda g: g["key"])
-
-
 @app.command()
 def bugs(
     campaign_dir: Path = typer.Argument(..., help="A campaign folder."),
@@ -532,7 +455,7 @@ def bugs(
     triage: bool = typer.Option(True, "--triage/--no-triage", help="First triage findings that have no folder yet (re-runs engines)."),
     retriage: bool = typer.Option(False, "--retriage", help="Triage every finding again (after a change of noise classes, tolerances or engines); "
                                   "the raw findings are kept, only repros/ is rebuilt."),
-    workers: int = typer.Option(0, help="Parallel engine pools for that triage (default: the machine's cores)."),
+    workers: int = WORKERS_OPTION,
 ) -> None:
     """List root causes (distinct defects, worst first); drift, unsupported and undefined findings are counted apart."""
     from ofuzz.engines.registry import EngineError, resolve
@@ -570,38 +493,24 @@ def findings(
     """List a campaign's unique findings (one per signature, with counts)."""
     import json
 
-    from ofuzz.store import Store
+    from ofuzz.export_all import findings_with_repros
 
     if not (campaign_dir / "campaign.sqlite").is_file():
         fail(f"{campaign_dir}: no campaign.sqlite here")
-    st = Store(campaign_dir)
-    rows = st.findings()
-    st.close()
-    from ofuzz.signature import finding_id
-
-    for r in rows:
-        info_path = campaign_dir / "repros" / finding_id(r["signature"]) / "finding.json"
-        r["id"] = finding_id(r["signature"])
-        r["repro"] = json.loads(info_path.read_text()) if info_path.is_file() else None
+    rows = findings_with_repros(campaign_dir)
     if as_json:
         print(json.dumps(rows, indent=1, default=str))
         return
-
     t = Table(title=f"{len(rows)} unique findings in {campaign_dir}")
     for col in ("id", "engine", "status", "op", "count", "first model", "nodes", "repro", "summary"):
         t.add_column(col, overflow="fold", max_width=70 if col == "summary" else None)
     for r in rows:
-        fid = finding_id(r["signature"])
-        info_path = campaign_dir / "repros" / fid / "finding.json"
-        nodes, check = "", "not exported"
-        if info_path.is_file():
-            info = json.loads(info_path.read_text())
-            red = info.get("reduction", {})
-            nodes = f"{red.get('nodes_before', '?')} → {red.get('nodes_after', '?')}"
-            check = info.get("repro_check", "?")
-            if not r["op"] and info.get("reduced_ops"):
-                r["op"] = "+".join(info["reduced_ops"]) + " (reduced)"
-        t.add_row(fid, r["engine"], r["status"], r["op"] or "?", str(r["count"]), r["first_model"], nodes, check, r["summary"])
+        info = r["repro"] or {}
+        red = info.get("reduction", {})
+        nodes = f"{red.get('nodes_before', '?')} → {red.get('nodes_after', '?')}" if info else ""
+        op = r["op"] or ("+".join(info["reduced_ops"]) + " (reduced)" if info.get("reduced_ops") else "?")
+        t.add_row(r["id"], r["engine"], r["status"], op, str(r["count"]), r["first_model"], nodes,
+                  info.get("repro_check", "?") if info else "not exported", r["summary"])
     out_console().print(t)
     out_console().print(_repro_summary([r["repro"] for r in rows]))
 
@@ -682,7 +591,7 @@ def repro(
 def reduce_cmd(
     model_path: Path = typer.Argument(..., help="An ONNX model that shows a finding."),
     inputs: Optional[Path] = typer.Option(None, "--inputs", help=".npz inputs (default: the generator's sidecar, else U[-1, 1])."),
-    engines: str = typer.Option("onnxruntime,tensorflow,mnn,reference", "--engines", "-e"),
+    engines: str = ENGINES_OPTION,
     signature: Optional[str] = typer.Option(None, help="Keep this finding's signature (default: the first blamed finding)."),
     budget: float = typer.Option(120.0, help="Time budget in seconds."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where to write the reduced model (default MODEL.reduced.onnx)."),
@@ -692,19 +601,17 @@ def reduce_cmd(
 
     import onnx
 
+    from ofuzz.judging import Policy, judge_model
+    from ofuzz.localise import value_source
     from ofuzz.npz import npz_bytes
-    from ofuzz.judging import judge_model
     from ofuzz.reduce import Target, reduce_model
     from ofuzz.runner import EnginePool
 
     specs = _resolve_engines(engines.split(","))
     with tempfile.TemporaryDirectory(prefix="ofuzz-reduce-") as tmp:
-        model, path = _prepare_user_model(model_path, Path(tmp))
-        feeds = _load_feeds(model_path, inputs, model)
+        model, path, feeds = _user_model(model_path, inputs, Path(tmp))
         with EnginePool(specs, Path(tmp) / "pool") as pool:
             pool.start()
-            from ofuzz.judging import Policy
-
             policy = Policy.default()
             j = judge_model(pool, model, path, feeds, policy=policy)
             pick = [f for f in j.findings if (signature is None and f.blamed) or f.signature == signature]
@@ -712,10 +619,10 @@ def reduce_cmd(
                 fail("no finding to reduce on this model" + (f" with signature {signature!r}" if signature else ""))
             f = pick[0]
             v = j.verdict
-            value_engine = v.expected_from if v.expected_from and v.expected_from != f.engine else next(e for e in pool.names if e != f.engine)
             start = (v.diverging.get(f.engine) or {}).get("node")
+            agree = {e for e, r in v.results.items() if r.status == "DCP" and e not in v.excluded}
+            value_engine = value_source(agree, min(agree, default=f.engine))
             with console.status(f"reducing {f.engine} {f.status} ({f.signature[:80]})"):
-                agree = {e for e, r in v.results.items() if r.status == "DCP" and e not in v.excluded}
                 red = reduce_model(pool, model, feeds, Target.of(f), value_engine, budget=budget, start_node=start, policy=policy, must_agree=agree)
     dest = out or model_path.with_name(model_path.name.removesuffix(".onnx") + ".reduced.onnx")
     onnx.save(red.model, str(dest))

@@ -10,6 +10,7 @@ folders into root causes and stores them.
 """
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -158,3 +159,29 @@ def _class_detail(campaign_dir: Path, fid: str) -> dict[str, Any]:
         return {}
     info = json.loads(p.read_text())
     return {k: info[k] for k in ("class_detail", "status_on_rerun", "attached_to", "excluded") if k in info}
+
+
+def capability_gaps(campaign_dir: Path) -> list[dict[str, Any]]:
+    """engine × operator × attribute gaps the triage found (each once, with how many signatures said so)."""
+    st = Store(campaign_dir)
+    rows = st.triage_rows()
+    st.close()
+    gaps: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        g = (r["detail"].get("class_detail") or {}).get("gap")
+        if r["klass"] == "unsupported" and g:
+            e = gaps.setdefault(g["key"], {**g, "signatures": 0})
+            e["signatures"] += 1
+    return sorted(gaps.values(), key=lambda g: g["key"])
+
+
+def findings_with_repros(campaign_dir: Path) -> list[dict[str, Any]]:
+    """The campaign's raw findings, each with its id and its exported folder's finding.json (None if not exported)."""
+    st = Store(campaign_dir)
+    rows = st.findings()
+    st.close()
+    for r in rows:
+        r["id"] = finding_id(r["signature"])
+        info_path = campaign_dir / "repros" / r["id"] / "finding.json"
+        r["repro"] = json.loads(info_path.read_text()) if info_path.is_file() else None
+    return rows

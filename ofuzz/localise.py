@@ -13,7 +13,7 @@ engine's fusion, so a divergence that vanishes this way is reported as such.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import onnx
@@ -83,7 +83,7 @@ def localise(pool: Any, model: onnx.ModelProto, inputs: dict[str, np.ndarray], b
     voters = [e for e in against if e in outs]
     if not voters:
         return Localisation({"op": None, "note": "no majority engine ran with intermediates exposed"})
-    value_engine = next((e for e in ("reference", "onnxruntime") if e in voters), voters[0])
+    value_engine = value_source(voters, voters[0])
     loc = Localisation({"op": None, "note": "no divergence with intermediates exposed (fusion- or layout-dependent)"},
                        values=dict(outs[value_engine]), value_engine=value_engine)
     for i, node in enumerate(model.graph.node):
@@ -122,3 +122,11 @@ def _plain(v: Any) -> Any:
     if isinstance(v, (int, float, str, bool)) or v is None:
         return v
     return str(v)
+
+
+def value_source(agreeing: Iterable[str], fallback: str) -> str:
+    """The engine whose intermediate values stand for the majority's (localisation, isolation, reduction): the reference
+    evaluator or onnxruntime when they agree with the majority (cheapest to run with every tensor exposed), else
+    `fallback` (another agreeing engine, chosen by the caller)."""
+    agreeing = set(agreeing)
+    return next((e for e in ("reference", "onnxruntime") if e in agreeing), fallback)

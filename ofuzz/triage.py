@@ -28,7 +28,7 @@ import onnx
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.isolate import DEFECT
 from ofuzz.judging import BUG, SPLIT, Finding, Judged, Policy, judge_model
-from ofuzz.localise import pick_voters
+from ofuzz.localise import pick_voters, value_source
 from ofuzz.oracle import DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
@@ -106,7 +106,7 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         start_model, start_feeds, start_node = iso.model, iso.feeds, None  # the node alone already shows it
     elif start_node is None and hit.op:
         start_node = next((n.name for n in model.graph.node if n.op_type == hit.op), None)
-    value_engine = next((e for e in ("reference", "onnxruntime", *sorted(must_agree)) if e in must_agree), engine)
+    value_engine = value_source(must_agree, min(must_agree, default=engine))
     reduction: dict[str, Any] = {"nodes_before": len(model.graph.node), "nodes_after": len(start_model.graph.node), "seconds": 0.0, "checks": 0}
     red_model, red_feeds = start_model, start_feeds
     outcome = judged.verdict.results[engine].outcome

@@ -9,6 +9,7 @@ records which the inputs used.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -67,3 +68,25 @@ class ValuePolicy:
 
     def weight_array(self, rng: np.random.Generator, shape: tuple[int, ...], dtype: type) -> np.ndarray:
         return self.draw(rng, shape, dtype, self._pick(rng, allow_special=False))
+
+
+def random_feeds(model: Any, seed: int = 0) -> dict[str, np.ndarray]:
+    """Inputs for a model someone else wrote (no generator sidecar): U[-1, 1] floats, small non-negative integers
+    (safe as indices and shapes), fair booleans. Initializers listed as inputs keep their stored values."""
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+    init = {i.name for i in model.graph.initializer}
+    out: dict[str, np.ndarray] = {}
+    for vi in model.graph.input:
+        if vi.name in init:
+            continue
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        dt = helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
+        if dt == np.bool_:
+            out[vi.name] = rng.random(shape) < 0.5
+        elif np.issubdtype(dt, np.integer):
+            out[vi.name] = rng.integers(0, 4, size=shape).astype(dt)
+        else:
+            out[vi.name] = rng.uniform(-1, 1, shape).astype(dt)
+    return out

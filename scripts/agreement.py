@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 
+from ofuzz.defaults import DEFAULT_ENGINES
 from ofuzz.corpus import load_corpus
 from ofuzz.engines.registry import resolve
 from ofuzz.generate import single_block_model
@@ -23,7 +24,7 @@ from ofuzz.runner import EnginePool
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--engines", default="onnxruntime,tensorflow,mnn,reference")
+    ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES))
     ap.add_argument("--blocks", default="")
     a = ap.parse_args()
     corpus = load_corpus()

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from ofuzz.defaults import DEFAULT_ENGINES
 from ofuzz.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +78,7 @@ def main() -> None:
     ap.add_argument("--budget", default="10m")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=1)
-    ap.add_argument("--engines", default="onnxruntime,tensorflow,mnn,reference")
+    ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES))
     ap.add_argument("--chooser", default="mcts")
     ap.add_argument("--out", type=Path, default=None, help="where the campaign folders go (default: a temporary folder)")
     ap.add_argument("--campaign", type=Path, nargs="*", default=None, help="count these finished (and triaged) campaigns instead")

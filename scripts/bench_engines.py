@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from ofuzz.defaults import DEFAULT_ENGINES
 from ofuzz.corpus import load_corpus
 from ofuzz.engines.client import Worker
 from ofuzz.engines.envs import python_for
@@ -27,7 +28,7 @@ from ofuzz.npz import npz_bytes
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--engines", default="onnxruntime,tensorflow,mnn,reference")
+    ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES))
     ap.add_argument("--models", type=int, default=40)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--blocks", type=int, default=10)

@@ -15,7 +15,7 @@ import time
 import onnx
 import onnxruntime as ort
 
-from ofuzz.cli import parse_blocks
+from ofuzz.defaults import parse_blocks
 from ofuzz.corpus import load_corpus
 from ofuzz.generate import GenerateOptions, generate_one
 

@@ -14,7 +14,7 @@ import json
 import time
 from pathlib import Path
 
-from ofuzz.cli import parse_blocks
+from ofuzz.defaults import DEFAULT_ENGINES, parse_blocks
 from ofuzz.corpus import load_corpus
 from ofuzz.engines.registry import resolve
 from ofuzz.generate import GenerateOptions, generate_one
@@ -27,7 +27,7 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=500)
     ap.add_argument("--blocks", default="1..15")
     ap.add_argument("--seed", type=int, default=3)
-    ap.add_argument("--engines", default="onnxruntime,tensorflow,mnn,reference")
+    ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES))
     ap.add_argument("--out", type=Path, default=Path("results/batch"))
     a = ap.parse_args()
     corpus = load_corpus()

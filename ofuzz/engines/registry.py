@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-DEFAULT_ENGINES = ("onnxruntime", "reference", "tensorflow", "mnn")
+from ofuzz.defaults import DEFAULT_ENGINES
 
 
 class EngineError(ValueError):

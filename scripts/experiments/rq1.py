@@ -15,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from ofuzz.defaults import DEFAULT_ENGINES
 from ofuzz.campaign import Campaign, CampaignOptions
 from ofuzz.signature import finding_id
 from ofuzz.export_all import export_findings  # noqa: E402
@@ -26,7 +27,7 @@ from ofuzz.store import Store  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--models", type=int, default=1000)
-    ap.add_argument("--engines", default="onnxruntime,tensorflow,mnn,reference")
+    ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES))
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "rq1")
     ap.add_argument("--export-time", type=float, default=600.0)
     ap.add_argument("--docs", type=Path, default=ROOT / "docs" / "results.md")

@@ -1,0 +1,44 @@
+"""Defaults every entry point shares (the CLI's commands and the scripts), declared once.
+
+To change what a newcomer's `ofuzz campaign` runs on, edit DEFAULT_ENGINES here; nothing else spells it.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+DEFAULT_ENGINES: tuple[str, ...] = ("onnxruntime", "tensorflow", "mnn", "reference")
+GRAPH_MODELS: tuple[str, ...] = ("ws", "rn", "mixed")  # Watts–Strogatz, random network, or half each
+CHOOSERS: tuple[str, ...] = ("mcts", "random")
+
+
+def parse_blocks(spec: str) -> tuple[int, int]:
+    """'10' or '1..30' → an inclusive range of blocks per model (ValueError says what is allowed)."""
+    try:
+        if ".." in spec:
+            lo, _, hi = spec.partition("..")
+            rng = (int(lo), int(hi))
+        else:
+            rng = (int(spec), int(spec))
+    except ValueError:
+        raise ValueError(f"--blocks takes N or LO..HI, got {spec!r}") from None
+    if rng[0] < 1 or rng[1] < rng[0] or rng[1] > 500:
+        raise ValueError(f"--blocks range must satisfy 1 <= LO <= HI <= 500, got {spec!r}")
+    return rng
+
+
+def parse_duration(spec: str) -> float:
+    """'30m', '90s', '2h', '1h30m' or plain seconds → seconds (ValueError says what is allowed)."""
+    spec = spec.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", spec):
+        return float(spec)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", spec)
+    if not parts or "".join(a + b for a, b in parts) != spec:
+        raise ValueError(f"durations look like 30m, 90s, 2h or 1h30m, got {spec!r}")
+    return sum(float(a) * {"h": 3600, "m": 60, "s": 1}[b] for a, b in parts)
+
+
+def default_runs_dir() -> Path:
+    """Campaigns go outside any checkout unless --out says otherwise ($OFUZZ_RUNS, else ~/.local/share/ofuzz/runs)."""
+    return Path(os.environ.get("OFUZZ_RUNS") or Path.home() / ".local" / "share" / "ofuzz" / "runs")
