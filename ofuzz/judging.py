@@ -99,7 +99,7 @@ def judge_model(pool: EnginePool, model: onnx.ModelProto, model_path: Path, inpu
     names = output_names(model)
     excluded = excluded_voters(pool, model, inputs, policy)
     engines = [e for e in pool.names if e not in (skip or {})]
-    v = judge(pool.execute(model_path, inputs, names, engines=engines), names, declared_shapes(model), excluded)
+    v = judge(pool.execute(model_path, inputs, names, engines=engines), names, declared_shapes(model), excluded, pool.families)
     v.skipped = dict(skip or {})
     findings: list[Finding] = []
     isolated: dict[str, Any] = {}

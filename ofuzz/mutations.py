@@ -1,4 +1,8 @@
-"""The paper's six mutations (III.E), each a small function over graph or genome.
+"""The paper's six mutations (III.E), each a small function over graph or genome, registered by name and stage.
+
+To add a mutation: write `fn(genome, corpus, r, rng) -> dict` (what it did, recorded in the model's provenance) and
+decorate it with `@mutation("NAME", stage=...)`; the stage says when it runs: "graph" (on the bare graph, before blocks
+are assigned), "blocks" (on assigned blocks) or "source" (on the input shape and parameters, before solving).
 
 Model level (rate r): GEA adds ⌈E(g)·r⌉ edges and GER removes ⌊E(g)·r⌋ edges,
 where the paper defines E(g) as the *node* count of g (we follow the text);
@@ -9,7 +13,8 @@ one parameter of a node.  The solver re-validates whatever they produce.
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import networkx as nx
 import numpy as np
@@ -17,10 +22,30 @@ import numpy as np
 from ofuzz.blocks import Corpus, eval_constraint
 from ofuzz.genome import Genome, InnerGene
 
-MODEL_LEVEL = ("GEA", "GER", "BNA", "BNR")
-SOURCE_LEVEL = ("TSM", "PM")
-ALL_MUTATIONS = MODEL_LEVEL + SOURCE_LEVEL
 RATES = (0.0, 0.1, 0.2)
+STAGES = ("graph", "blocks", "source")
+MutationFn = Callable[[Genome, Corpus, float, np.random.Generator], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    stage: str  # one of STAGES
+    fn: MutationFn
+
+
+MUTATIONS: dict[str, Mutation] = {}  # in registration order: the selector draws over this order
+
+
+def mutation(name: str, stage: str) -> Callable[[MutationFn], MutationFn]:
+    """Register `fn` as the mutation `name` run at `stage` (see the module docstring)."""
+    if stage not in STAGES:
+        raise ValueError(f"mutation {name}: stage must be one of {STAGES}, got {stage!r}")
+
+    def register(fn: MutationFn) -> MutationFn:
+        MUTATIONS[name] = Mutation(name, stage, fn)
+        return fn
+    return register
 
 
 def gea(g: nx.MultiDiGraph, r: float, rng: np.random.Generator) -> int:
@@ -147,21 +172,45 @@ def pm(genome: Genome, corpus: Corpus, r: float, rng: np.random.Generator) -> in
     return changed
 
 
+@mutation("GEA", stage="graph")
+def _gea(genome: Genome, corpus: Corpus, r: float, rng: np.random.Generator) -> dict[str, Any]:
+    return {"r": r, "edges_added": gea(genome.graph, r, rng)}
+
+
+@mutation("GER", stage="graph")
+def _ger(genome: Genome, corpus: Corpus, r: float, rng: np.random.Generator) -> dict[str, Any]:
+    return {"r": r, "edges_removed": ger(genome.graph, r, rng)}
+
+
+@mutation("BNA", stage="blocks")
+def _bna(genome: Genome, corpus: Corpus, r: float, rng: np.random.Generator) -> dict[str, Any]:
+    return {"r": r, "blocks": bna(genome, r, rng)}
+
+
+@mutation("BNR", stage="blocks")
+def _bnr(genome: Genome, corpus: Corpus, r: float, rng: np.random.Generator) -> dict[str, Any]:
+    return {"r": r, "blocks": bnr(genome, r, rng)}
+
+
+@mutation("TSM", stage="source")
+def _tsm(genome: Genome, corpus: Corpus, r: float, rng: np.random.Generator) -> dict[str, Any]:
+    return {"input_shape": list(tsm(genome, rng))}
+
+
+@mutation("PM", stage="source")
+def _pm(genome: Genome, corpus: Corpus, r: float, rng: np.random.Generator) -> dict[str, Any]:
+    return {"r": r, "params": pm(genome, corpus, r, rng)}
+
+
+ALL_MUTATIONS = tuple(MUTATIONS)
+
+
 def apply_mutations(genome: Genome, corpus: Corpus, names: list[str], r: float, rng: np.random.Generator, stage: str) -> None:
-    """Apply the selected mutations of one stage ("graph", "blocks" or "source")."""
+    """Apply the selected mutations of one stage, in the order selected; each records what it did."""
     for name in names:
-        if stage == "graph" and name == "GEA":
-            genome.mutations.append({"name": "GEA", "r": r, "edges_added": gea(genome.graph, r, rng)})
-        elif stage == "graph" and name == "GER":
-            genome.mutations.append({"name": "GER", "r": r, "edges_removed": ger(genome.graph, r, rng)})
-        elif stage == "blocks" and name == "BNA":
-            genome.mutations.append({"name": "BNA", "r": r, "blocks": bna(genome, r, rng)})
-        elif stage == "blocks" and name == "BNR":
-            genome.mutations.append({"name": "BNR", "r": r, "blocks": bnr(genome, r, rng)})
-        elif stage == "source" and name == "TSM":
-            genome.mutations.append({"name": "TSM", "input_shape": list(tsm(genome, rng))})
-        elif stage == "source" and name == "PM":
-            genome.mutations.append({"name": "PM", "r": r, "params": pm(genome, corpus, r, rng)})
+        m = MUTATIONS[name]
+        if m.stage == stage:
+            genome.mutations.append({"name": name, **m.fn(genome, corpus, r, rng)})
 
 
 def select_mutations(rng: np.random.Generator) -> tuple[list[str], float]:

@@ -13,7 +13,7 @@ both wrong blames):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import networkx as nx
 import numpy as np
@@ -63,13 +63,16 @@ class Verdict:
         }
 
 
-def family(engine: str) -> str:
-    """Variants of one implementation vote once: mnn-arm:n1 and mnn are both 'mnn',
-    onnxruntime-noopt is 'onnxruntime' (they share converters and most kernels)."""
-    return engine.split(":")[0].removesuffix("-arm").removesuffix("-noopt")
+Families = Mapping[str, str]  # engine -> its family, as each engine.yaml declares (`family:`)
 
 
-def triangulate(outputs: dict[str, dict[str, np.ndarray]], names: list[str]) -> tuple[list[str], bool]:
+def family(engine: str, families: Families | None = None) -> str:
+    """Variants of one implementation vote once (mnn-arm:n1 and mnn are both 'mnn'; they share converters and most
+    kernels). The grouping is data: each engine.yaml's `family:`; an engine not listed is a family of its own."""
+    return (families or {}).get(engine, engine)
+
+
+def triangulate(outputs: dict[str, dict[str, np.ndarray]], names: list[str], families: Families | None = None) -> tuple[list[str], bool]:
     """Cluster engines by agreement; return (majority engines, split?).
 
     The majority is the largest clique of mutually agreeing engines, counted in
@@ -82,14 +85,14 @@ def triangulate(outputs: dict[str, dict[str, np.ndarray]], names: list[str]) -> 
     engines = sorted(outputs)
     if len(engines) <= 1:
         return engines, False
-    n_fam = len({family(e) for e in engines})
+    n_fam = len({family(e, families) for e in engines})
     g = nx.Graph()
     g.add_nodes_from(engines)
     for i, a in enumerate(engines):
         for b in engines[i + 1 :]:
             if compare_outputs(outputs[a], outputs[b], names).ok and compare_outputs(outputs[b], outputs[a], names).ok:
                 g.add_edge(a, b)
-    size = lambda c: len({family(e) for e in c})  # noqa: E731
+    size = lambda c: len({family(e, families) for e in c})  # noqa: E731
     cliques = sorted((sorted(c) for c in nx.find_cliques(g)), key=lambda c: (-size(c), -len(c), c))
     top = [c for c in cliques if size(c) == size(cliques[0])]
     if len(top) > 1:  # same number of families: more engines is no better, unless only one clique is largest outright
@@ -104,7 +107,8 @@ def triangulate(outputs: dict[str, dict[str, np.ndarray]], names: list[str]) -> 
     return [], True
 
 
-def shape_contradictions(outputs: dict[str, dict[str, np.ndarray]], declared: dict[str, tuple[int, ...]]) -> dict[str, str]:
+def shape_contradictions(outputs: dict[str, dict[str, np.ndarray]], declared: dict[str, tuple[int, ...]],
+                         families: Families | None = None) -> dict[str, str]:
     """Engines whose output shape contradicts the declared (ONNX-inferred) shape, when another engine matches it."""
     bad: dict[str, str] = {}
     for name, shape in declared.items():
@@ -112,7 +116,7 @@ def shape_contradictions(outputs: dict[str, dict[str, np.ndarray]], declared: di
         if not any(s == tuple(shape) for s in have.values()):
             continue  # nobody matches: the declaration, not the engines, is suspect
         others = {s for s in have.values() if s != tuple(shape)}
-        if any(len({family(e) for e, s2 in have.items() if s2 == s}) >= 2 for s in others):
+        if any(len({family(e, families) for e, s2 in have.items() if s2 == s}) >= 2 for s in others):
             continue  # two engine families agree against ONNX inference (seen: ConvTranspose SAME_UPPER): inference is suspect
         for e, s in have.items():
             if s != tuple(shape) and e not in bad:
@@ -120,21 +124,22 @@ def shape_contradictions(outputs: dict[str, dict[str, np.ndarray]], declared: di
     return bad
 
 
-def _unblame_clean_failures_without_witness(results: dict[str, EngineResult], ran: dict[str, Any], excluded: dict[str, str]) -> None:
+def _unblame_clean_failures_without_witness(results: dict[str, EngineResult], ran: dict[str, Any], excluded: dict[str, str],
+                                            families: Families | None = None) -> None:
     """A clean refusal (an exception) is a defect only if the model is shown to be runnable: at least two engine
     families ran it, or one did and only one family refused.  When every engine fails, the model is what is wrong
     (seen: out-of-range GatherND indices from the generator blamed on TensorFlow).  Crashes, hangs and exits are
     defects whatever the others did."""
-    ok_fams = {family(e) for e in ran if e not in excluded}
+    ok_fams = {family(e, families) for e in ran if e not in excluded}
     refused = {e for e, r in results.items() if r.status in (MCF, IF) and r.blamed and getattr(r.outcome, "kind", "") == "exception"}
-    if len(ok_fams) >= 2 or (ok_fams and len({family(e) for e in refused}) <= 1):
+    if len(ok_fams) >= 2 or (ok_fams and len({family(e, families) for e in refused}) <= 1):
         return
     for e in refused:
         results[e].blamed = False
 
 
 def judge(outcomes: dict[str, tuple[Any, Any]], names: list[str], declared: dict[str, tuple[int, ...]] | None = None,
-          excluded: dict[str, str] | None = None) -> Verdict:
+          excluded: dict[str, str] | None = None, families: Families | None = None) -> Verdict:
     """outcomes: engine -> (prepare Outcome, run Outcome or None).
 
     `declared`: output name -> static shape the model declares; `excluded`: engine
@@ -152,10 +157,10 @@ def judge(outcomes: dict[str, tuple[Any, Any]], names: list[str], declared: dict
         else:
             results[eng] = EngineResult(eng, DCP, run, prep.time, run.time)
             ran[eng] = run.outputs
-    _unblame_clean_failures_without_witness(results, ran, excluded)
-    wrong_shape = shape_contradictions(ran, declared or {})
+    _unblame_clean_failures_without_witness(results, ran, excluded, families)
+    wrong_shape = shape_contradictions(ran, declared or {}, families)
     voters = {e: o for e, o in ran.items() if e not in excluded and e not in wrong_shape}
-    majority, split = triangulate(voters, names)
+    majority, split = triangulate(voters, names, families)
     v = Verdict(results, majority, split, excluded=excluded)
     if not ran:
         return v

@@ -27,6 +27,7 @@ class EnginePool:
 
     def __init__(self, specs: list[EngineSpec], workdir: Path | None = None, timeout: float | None = None) -> None:
         self.specs = {s.name: s for s in specs}
+        self.families = {s.name: s.family_name for s in specs}  # the oracle's voting groups
         self.root = Path(workdir or tempfile.mkdtemp(prefix="ofuzz-pool-"))
         self.root.mkdir(parents=True, exist_ok=True)
         self.timeout = timeout

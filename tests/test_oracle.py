@@ -111,15 +111,21 @@ def test_signature_normalises_addresses_paths_numbers_and_names():
 
 
 def test_engine_variants_vote_as_one_family():
+    from ofuzz.engines.registry import builtin_engines
+
+    fams = {n: s.family_name for n, s in builtin_engines().items()}  # as the engine.yaml files declare them
+    assert fams["mnn-arm:n1"] == fams["mnn-arm:a53"] == fams["mnn"] and fams["onnxruntime-noopt"] == fams["onnxruntime"]
     # three MNN builds agreeing on a wrong value must not outvote onnxruntime + reference
     outs = {"onnxruntime": _outs(1), "reference": _outs(1), "mnn": _outs(2), "mnn-arm:n1": _outs(2), "mnn-arm:a53": _outs(2)}
-    maj, split = triangulate(outs, ["y"])
+    maj, split = triangulate(outs, ["y"], fams)
     assert maj == ["onnxruntime", "reference"] and not split
+    # without the declared families the three builds would be three votes
+    assert triangulate(outs, ["y"])[0] == ["mnn", "mnn-arm:a53", "mnn-arm:n1"]
     # an ARM-only divergence: x86 MNN sides with onnxruntime
-    maj, split = triangulate({"onnxruntime": _outs(1), "mnn": _outs(1), "mnn-arm:n1": _outs(3), "mnn-arm:a53": _outs(3)}, ["y"])
+    maj, split = triangulate({"onnxruntime": _outs(1), "mnn": _outs(1), "mnn-arm:n1": _outs(3), "mnn-arm:a53": _outs(3)}, ["y"], fams)
     assert maj == ["mnn", "onnxruntime"] and not split
     # only two independent implementations and no reference: nobody can be blamed
-    maj, split = triangulate({"onnxruntime": _outs(1), "mnn": _outs(2), "mnn-arm:n1": _outs(2)}, ["y"])
+    maj, split = triangulate({"onnxruntime": _outs(1), "mnn": _outs(2), "mnn-arm:n1": _outs(2)}, ["y"], fams)
     assert split
 
 

@@ -26,7 +26,6 @@ class ConverterCrash(RuntimeError):
 
 
 class MNNEngine:
-    name = "mnn"
 
     def __init__(self, precision: str = "high", backend: str = "CPU", threads: int = 1, convert_timeout: float = 50.0) -> None:
         import MNN

@@ -5,7 +5,6 @@ import numpy as np
 
 
 class OnnxRuntimeEngine:
-    name = "onnxruntime"
 
     def __init__(self, optimize: bool = True, threads: int = 1) -> None:
         import onnxruntime as ort

@@ -7,7 +7,6 @@ import numpy as np
 
 
 class ReferenceEngine:
-    name = "reference"
 
     def __init__(self) -> None:
         import onnx

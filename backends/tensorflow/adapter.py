@@ -23,7 +23,6 @@ import numpy as np
 
 
 class TensorFlowEngine:
-    name = "tensorflow"
 
     def __init__(self, tflite: bool = False, input_layout: str = "absolute") -> None:
         import onnx2tf
@@ -36,7 +35,6 @@ class TensorFlowEngine:
         self.onnx2tf, self.tf, self.tflite = onnx2tf, tf, tflite
         self.input_layout = input_layout
         if tflite:
-            self.name = "tflite"
             from ai_edge_litert.interpreter import Interpreter
 
             self.Interpreter = Interpreter

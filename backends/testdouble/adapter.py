@@ -40,7 +40,6 @@ _VALUE_FAULTS = {"wrong": None, "offby": 1.005, "perturb": 1 + 2e-6}
 
 
 class TestDoubleEngine:
-    name = "testdouble"
 
     def __init__(self, faults: dict[str, str] | None = None) -> None:
         import onnx

@@ -43,6 +43,11 @@ class EngineSpec:
     # healthy models), so such a worker is replaced after any failure except these clean ones.
     fresh_after_error: bool = False
     clean_errors: tuple[str, ...] = ()
+    family: str = ""  # engines of one family (builds or modes of one implementation) vote once; default: the name
+
+    @property
+    def family_name(self) -> str:
+        return self.family or self.name
 
     @property
     def env_id(self) -> str:
@@ -76,6 +81,7 @@ def _spec_from(raw: dict[str, Any], base: Path, src: str) -> EngineSpec:
         default=name in DEFAULT_ENGINES, env_vars={k: str(v) for k, v in (raw.get("env_vars") or {}).items()},
         doc=str(raw.get("doc", "")), env_kind=str(raw.get("env_kind", "venv")),
         fresh_after_error=bool(raw.get("fresh_after_error", False)), clean_errors=tuple(str(e) for e in raw.get("clean_errors") or ()),
+        family=str(raw.get("family") or ""),
     )
 
 

@@ -29,7 +29,11 @@ def _load_adapter(spec: str, options: dict):
     mod = importlib.util.module_from_spec(mod_spec)
     sys.modules[mod_spec.name] = mod
     mod_spec.loader.exec_module(mod)
-    return getattr(mod, cls)(**options)
+    adapter = getattr(mod, cls)
+    missing = [m for m in ("version", "prepare", "run") if not callable(getattr(adapter, m, None))]  # ofuzz.engines.adapter.METHODS
+    if missing:
+        raise TypeError(f"{path}:{cls} is not an engine adapter: it lacks {', '.join(missing)} (see ofuzz/engines/adapter.py)")
+    return adapter(**options)
 
 
 def main() -> None:

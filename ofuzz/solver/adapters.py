@@ -15,6 +15,9 @@ from ofuzz.solver.builder import BOOL, FLOAT, INT64, Builder, T
 INT64_MAX = int(np.iinfo(np.int64).max)
 
 
+SOFT_CAP = 1 << 16  # elements a growing rule (Tile, Expand, Concat, Gather …) may produce before inputs are shrunk
+
+
 def cast(b: Builder, t: T, dtype: int) -> T:
     return t if t.dtype == dtype else b.op1("Cast", [t], to=dtype)
 
@@ -157,3 +160,13 @@ def norm_axis(a: int, rank: int, extra: int = 0) -> int:
     m = a % r
     return m - r if a < 0 else m
 
+
+def shrink_axis(b: Builder, t: T, axis: int, limit: int) -> T:
+    """Cut `t` along `axis` until it holds at most `limit` elements (growth ops stay under the element cap)."""
+    if t.numel <= limit:
+        return t
+    rest = t.numel // t.shape[axis]
+    keep = max(1, limit // max(rest, 1))
+    if keep >= t.shape[axis]:
+        return t
+    return b.op1("Slice", [t, b.ints([0], "s"), b.ints([keep], "e"), b.ints([axis], "a")])

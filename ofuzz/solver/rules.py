@@ -1,4 +1,4 @@
-"""Rule registry and the per-block dispatch (adapters, then the block's rule).
+"""The per-block dispatch: adapters (arity, dtype, rank, domain), then the block's rule from the registry.
 
 The corpus says *which* operators and *which* parameter ranges; a rule says
 *how* to make one fit the shapes at hand.  Adding an operator that behaves
@@ -6,64 +6,17 @@ like an existing one is a YAML edit; a new kind of operator is one function.
 """
 from __future__ import annotations
 
-import inspect
-import re
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from onnx import defs
 
 from ofuzz.blocks import Block, CorpusError
 from ofuzz.solver.adapters import guard_domain, merge_into, nearest_rank, norm_axis, reshape, to_dtype, to_rank
 from ofuzz.solver.builder import DTYPE_NAMES, Builder, T
-from ofuzz.solver.rules_basic import RULES_BASIC
-from ofuzz.solver.rules_seq import RULES_SEQ
-from ofuzz.solver.rules_shape import RULES_SHAPE
-from ofuzz.solver.rules_spatial import RULES_SPATIAL
+from ofuzz.solver import rules_basic, rules_index, rules_linalg, rules_seq, rules_shape, rules_spatial  # noqa: F401  (they register their rules)
+from ofuzz.solver.registry import RULES, Rule  # noqa: F401  (Rule: the type callers see)
 
-RuleFn = Callable[[Builder, list[T], dict[str, Any], Block], list[T]]
 OPSET = 17
-
-
-@dataclass(frozen=True)
-class Rule:
-    fn: RuleFn
-    max_in: int
-    passthrough: bool  # every parameter becomes an ONNX attribute
-    scalar_ok: bool  # accepts rank-0 inputs as they are
-    known: frozenset[str]
-
-
-_MAX_IN = {"binary": 2, "mod": 2, "where": 3, "variadic": 8, "concat": 8, "einsum": 2, "matmul": 2, "gemm": 2}
-_PASSTHROUGH = {"unary", "axis"}
-_SCALAR_OK = {"unary", "binary", "variadic", "mod", "where", "clip", "cast"}
-
-
-def _known_params(fn: RuleFn) -> frozenset[str]:
-    """Parameter names a rule reads (p.get("x"), p["x"], "x" in p), from its source and its helpers'."""
-    seen: set[Any] = set()
-    todo = [fn]
-    src = ""
-    while todo:
-        f = todo.pop()
-        if f in seen:
-            continue
-        seen.add(f)
-        src += inspect.getsource(f)
-        for name in f.__code__.co_names:
-            g = f.__globals__.get(name)
-            if inspect.isfunction(g) and g.__module__ == f.__module__:
-                todo.append(g)
-    names = set(re.findall(r'p(?:\.get\(|\[)"(\w+)"', src)) | set(re.findall(r'"(\w+)" in p\b', src))
-    for group in re.findall(r"for key in \(([^)]*)\)", src):
-        names |= set(re.findall(r'"(\w+)"', group))
-    return frozenset(names)
-
-
-RULES: dict[str, Rule] = {
-    name: Rule(fn, _MAX_IN.get(name, 1), name in _PASSTHROUGH, name in _SCALAR_OK, _known_params(fn))
-    for name, fn in {**RULES_BASIC, **RULES_SPATIAL, **RULES_SHAPE, **RULES_SEQ}.items()
-}
 
 
 def validate_block(blk: Block, blocks: dict[str, Block]) -> None:

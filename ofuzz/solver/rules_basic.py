@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ofuzz.blocks import Block
+from ofuzz.solver.registry import rule
 from ofuzz.solver.adapters import cast, fit, norm_axis, to_bool
 from ofuzz.solver.builder import BOOL, FLOAT, INT64, NP_DTYPE, Builder, T
 
@@ -21,6 +22,7 @@ def _attrs(p: Params, skip: tuple[str, ...] = ()) -> Params:
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in p.items() if k not in skip}
 
 
+@rule("unary", passthrough=True, scalar_ok=True)
 def unary(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """One node, every parameter an attribute (Relu, Elu, ArgMax, Softmax, LRN …)."""
     return b.op(blk.op, [ins[0]], **_attrs(p))
@@ -39,6 +41,7 @@ def _const_operand(b: Builder, x: T, kind: str, dtype: int) -> T:
     return b.weight(shape, "k", dtype) if dtype != BOOL else b.const(b.rng.random(shape) < 0.5, "k")
 
 
+@rule("binary", reads=("broadcast", "const_shape", "operand", "swap"), max_in=2, scalar_ok=True)
 def binary(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Add/Sub/Mul/Div/Pow/PRelu/comparisons/logic; a lone input gets a constant or itself."""
     x = ins[0]
@@ -57,6 +60,7 @@ def binary(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op(blk.op, [x, y], **{k: v for k, v in attrs.items() if k != "swap"})
 
 
+@rule("variadic", reads=("broadcast", "const_shape", "operand"), max_in=8, scalar_ok=True)
 def variadic(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Sum/Mean/Max/Min over all inputs at once (1..n inputs, broadcast allowed)."""
     x = ins[0]
@@ -66,6 +70,7 @@ def variadic(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op(blk.op, [x, *rest])
 
 
+@rule("mod", reads=("const_shape", "fmod", "scale"), max_in=2, scalar_ok=True)
 def mod(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Mod: floats need fmod=1; fmod=0 runs on integers with a non-zero divisor."""
     x = ins[0]
@@ -77,7 +82,9 @@ def mod(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Mod", [x, y], fmod=1)
 
 
+@rule("where", reads=("const_shape",), max_in=3, scalar_ok=True)
 def where(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Where: the condition made from the first input; branches from the other inputs (fitted) or constants."""
     base = ins[0]
     cond = to_bool(b, base)
     shape = base.shape
@@ -86,6 +93,7 @@ def where(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Where", [cond, x, y])
 
 
+@rule("clip", reads=("given", "max", "min"), scalar_ok=True)
 def clip(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Clip with min/max given, omitted or one of them (Relu6 pins 0 and 6)."""
     given = str(p.get("given", "both"))
@@ -97,7 +105,9 @@ def clip(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Clip", args)
 
 
+@rule("batchnorm", reads=("epsilon", "momentum"))
 def batchnorm(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """BatchNormalization with per-channel scale, bias, mean and positive variance constants."""
     x = ins[0]
     c = x.shape[1]
     scale, bias, mean = b.weight((c,), "gamma"), b.weight((c,), "beta"), b.weight((c,), "mean")
@@ -105,13 +115,17 @@ def batchnorm(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("BatchNormalization", [x, scale, bias, mean, var], epsilon=p.get("epsilon"), momentum=p.get("momentum"))
 
 
+@rule("instancenorm", reads=("epsilon",))
 def instancenorm(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """InstanceNormalization with per-channel scale and bias constants."""
     x = ins[0]
     c = x.shape[1]
     return b.op("InstanceNormalization", [x, b.weight((c,), "gamma"), b.weight((c,), "beta")], epsilon=p.get("epsilon"))
 
 
+@rule("layernorm", reads=("axis", "bias", "epsilon"))
 def layernorm(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """LayerNormalization over the trailing axes from `axis` (with or without bias)."""
     x = ins[0]
     axis = norm_axis(int(p.get("axis", -1)), x.rank)
     norm_shape = x.shape[axis:]
@@ -128,6 +142,7 @@ def _pick_axes(b: Builder, rank: int, p: Params) -> list[int]:
     return axes
 
 
+@rule("reduce", reads=("axes", "keepdims", "negative_axes", "noop_with_empty_axes"))
 def reduce(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Reduce* over a random axis subset (possibly negative) or all axes."""
     x = ins[0]
@@ -141,12 +156,15 @@ def reduce(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op(blk.op, [x], keepdims=keepdims, axes=axes)
 
 
+@rule("axis", passthrough=True)
 def axis_op(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Ops whose only shape-dependent parameter is `axis` (already normalised)."""
     return b.op(blk.op, [ins[0]], **_attrs(p))
 
 
+@rule("cumsum", reads=("axis", "exclusive", "reverse"))
 def cumsum(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """CumSum along a normalised axis (exclusive, reverse)."""
     x = ins[0]
     axis = norm_axis(int(p.get("axis", 0)), x.rank)
     ax = b.const(np.array(axis, np.int64), "axis")  # the spec wants a 0-D axis (onnxruntime also takes 1-D)
@@ -156,7 +174,9 @@ def cumsum(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
 CAST_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "int32": 6, "int64": 7, "bool": 9, "float16": 10, "double": 11}
 
 
+@rule("cast", reads=("prescale", "to"), scalar_ok=True)
 def cast_op(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Cast to `to`, optionally after scaling the input so integer targets see a useful range."""
     x = ins[0]
     if p.get("prescale", 1) and x.dtype == FLOAT and p.get("to") not in ("float16", "double", "float32"):
         x = b.op1("Mul", [x, b.const(np.array(8.0, np.float32), "s")])
@@ -165,20 +185,3 @@ def cast_op(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
 
 def const_like(b: Builder, t: T, hint: str) -> T:
     return b.const(np.asarray(b.values.weight_array(b.rng, t.shape, NP_DTYPE[t.dtype])), hint)
-
-
-RULES_BASIC = {
-    "unary": unary,
-    "binary": binary,
-    "variadic": variadic,
-    "mod": mod,
-    "where": where,
-    "clip": clip,
-    "batchnorm": batchnorm,
-    "instancenorm": instancenorm,
-    "layernorm": layernorm,
-    "reduce": reduce,
-    "axis": axis_op,
-    "cumsum": cumsum,
-    "cast": cast_op,
-}

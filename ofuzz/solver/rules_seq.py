@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from ofuzz.blocks import Block
+from ofuzz.solver.registry import rule
 from ofuzz.solver.builder import Builder, T
 
 Params = dict[str, Any]
@@ -13,6 +14,7 @@ GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 QTYPES = {"uint8": np.uint8, "int8": np.int8}
 
 
+@rule("recurrent", reads=("bias", "clip", "direction", "hidden_size", "initial_c", "initial_h", "layout", "linear_before_reset", "with_state"))
 def recurrent(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """RNN/GRU/LSTM on X = [seq, batch, input] (layout 0) or [batch, seq, input] (layout 1)."""
     x = ins[0]
@@ -52,12 +54,15 @@ def _scale_zp(b: Builder, x: T, p: Params) -> tuple[T, T, int | None]:
     return scale, zp, (1 if per_axis else None)
 
 
+@rule("quantize", reads=("per_axis", "zero_point_type"))
 def quantize(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """QuantizeLinear with a positive scale, per tensor or per axis, uint8 or int8 zero point."""
     x = ins[0]
     scale, zp, axis = _scale_zp(b, x, p)
     return b.op("QuantizeLinear", [x, scale, zp], axis=axis)
 
 
+@rule("dequantize", reads=("per_axis", "zero_point_type"))
 def dequantize(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """DequantizeLinear of the input quantised with the same scale and zero point (a Q/DQ pair)."""
     x = ins[0]
@@ -69,10 +74,9 @@ def dequantize(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
 CAST_LIKE = {"int32": np.int32, "int64": np.int64, "float16": np.float16, "double": np.float64, "bool": np.bool_}
 
 
+@rule("cast_like", reads=("to",))
 def cast_like(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """CastLike: the target dtype comes from a constant of dtype `to`."""
     x = ins[0]
     target = b.const(np.zeros((1,), CAST_LIKE[str(p.get("to", "int32"))]), "like")
     return b.op("CastLike", [x, target])
-
-
-RULES_SEQ = {"recurrent": recurrent, "quantize": quantize, "dequantize": dequantize, "cast_like": cast_like}

@@ -1,22 +1,17 @@
-"""Rules for shape-moving, indexing and linear-algebra operators.
-
-Indices are drawn in range (negative ones included), scatter targets are
-unique so the result is defined, and every growth (Tile, Expand, Concat,
-Gather) is sized against the model's element cap.
+"""Rules of shape and layout: Reshape, Flatten, Transpose, (Un)Squeeze, Expand, Tile, Slice, Pad, Split, Concat, Shape, Size, ConstantOfShape.
 """
 from __future__ import annotations
 
-import string
 from typing import Any
 
 import numpy as np
 
 from ofuzz.blocks import Block
-from ofuzz.solver.adapters import INT64_MAX, cast, fit, norm_axis, reshape, shrink, to_rank
-from ofuzz.solver.builder import FLOAT, INT64, Builder, SolverError, T
+from ofuzz.solver.registry import rule
+from ofuzz.solver.adapters import INT64_MAX, SOFT_CAP, cast, fit, norm_axis, reshape, shrink, shrink_axis, to_rank
+from ofuzz.solver.builder import Builder, SolverError, T
 
 Params = dict[str, Any]
-SOFT_CAP = 1 << 16
 
 
 def _factor(b: Builder, n: int, rank: int) -> list[int]:
@@ -37,6 +32,7 @@ def _factor(b: Builder, n: int, rank: int) -> list[int]:
     return dims
 
 
+@rule("reshape", reads=("copy_dim", "infer_dim", "rank"))
 def reshape_rule(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Reshape to a random factorisation, with -1 and 0 (copy) entries at times."""
     x = ins[0]
@@ -53,20 +49,26 @@ def reshape_rule(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Reshape", [x, b.ints(spec, "shape")])
 
 
+@rule("flatten", reads=("axis",))
 def flatten(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Flatten at a normalised axis."""
     x = ins[0]
     axis = norm_axis(int(p.get("axis", 1)), x.rank, extra=1)
     return b.op("Flatten", [x], axis=axis)
 
 
+@rule("transpose", reads=("perm",))
 def transpose(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Transpose with a drawn permutation (or the default reversal)."""
     x = ins[0]
     if p.get("perm", "random") == "default":
         return b.op("Transpose", [x])
     return b.op("Transpose", [x], perm=[int(v) for v in b.rng.permutation(x.rank)])
 
 
+@rule("squeeze", reads=("axes", "negative_axes"))
 def squeeze(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Squeeze size-1 axes (made so first), axes given or omitted, possibly negative."""
     x = ins[0]
     ones = [i for i, d in enumerate(x.shape) if d == 1]
     if not ones:
@@ -82,7 +84,9 @@ def squeeze(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Squeeze", [x, b.ints(axes, "axes")])
 
 
+@rule("unsqueeze", reads=("count", "negative_axes"))
 def unsqueeze(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Unsqueeze `count` new axes, possibly negative."""
     x = to_rank(b, ins[0], 5) if ins[0].rank > 5 else ins[0]
     k = min(int(p.get("count", 1)), 6 - x.rank)
     if k < 1:
@@ -94,7 +98,9 @@ def unsqueeze(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Unsqueeze", [x, b.ints(axes, "axes")])
 
 
+@rule("expand", reads=("new_dims",))
 def expand(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Expand to a broadcast-compatible shape with new leading dims."""
     x = shrink(b, ins[0], SOFT_CAP)
     lead = int(p.get("new_dims", 0)) if x.rank < 5 else 0
     budget = max(1, SOFT_CAP // max(x.numel, 1))
@@ -109,7 +115,9 @@ def expand(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Expand", [x, b.ints(shape, "shape")])
 
 
+@rule("tile", reads=("max_repeat",))
 def tile(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Tile with small repeats, kept under the element cap."""
     x = shrink(b, ins[0], SOFT_CAP // 2)
     budget = max(1, SOFT_CAP // max(x.numel, 1))
     reps = []
@@ -120,6 +128,7 @@ def tile(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Tile", [x, b.ints(reps, "repeats")])
 
 
+@rule("slice", reads=("explicit_steps", "negative", "omit_axes", "steps"))
 def slice_rule(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Slice / StridedSlice: negative starts, ends and steps, omitted axes/steps."""
     x = ins[0]
@@ -157,6 +166,7 @@ def slice_rule(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Slice", args)
 
 
+@rule("pad", reads=("max_pad", "mode", "negative", "value", "value_given"))
 def pad_rule(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Pad in constant/reflect/edge mode; constant may crop with negative pads."""
     x = shrink(b, ins[0], SOFT_CAP)
@@ -174,6 +184,7 @@ def pad_rule(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Pad", args, mode=mode)
 
 
+@rule("split", reads=("axis", "outputs", "split_given"))
 def split(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Split into 2..4 parts, equal (no split input) or uneven (split given)."""
     x = ins[0]
@@ -193,6 +204,7 @@ def split(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Split", [x], n, axis=axis)
 
 
+@rule("concat", reads=("axis", "self"), max_in=8)
 def concat(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Concat of 1..n inputs; others fitted to the first except on the axis."""
     x = ins[0]
@@ -212,76 +224,9 @@ def concat(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Concat", parts, axis=axis)
 
 
-def shrink_axis(b: Builder, t: T, axis: int, limit: int) -> T:
-    if t.numel <= limit:
-        return t
-    rest = t.numel // t.shape[axis]
-    keep = max(1, limit // max(rest, 1))
-    if keep >= t.shape[axis]:
-        return t
-    return b.op1("Slice", [t, b.ints([0], "s"), b.ints([keep], "e"), b.ints([axis], "a")])
-
-
-def gather(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    x = ins[0]
-    axis = norm_axis(int(p.get("axis", 0)), x.rank)
-    d = x.shape[axis]
-    ishape = tuple(int(v) for v in p.get("indices_shape", (2,)))
-    idx = b.rng.integers(-d if p.get("negative", 1) else 0, d, size=ishape).astype(np.int64)
-    return b.op("Gather", [x, b.const(idx, "indices")], axis=axis)
-
-
-def gather_elements(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    x = ins[0]
-    axis = norm_axis(int(p.get("axis", 0)), x.rank)
-    a = axis % x.rank
-    shape = list(x.shape)
-    shape[a] = int(b.rng.integers(1, x.shape[a] + 3))
-    d = x.shape[a]
-    idx = b.rng.integers(-d if p.get("negative", 1) else 0, d, size=shape).astype(np.int64)
-    return b.op("GatherElements", [x, b.const(idx, "indices")], axis=axis)
-
-
-def gather_nd(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    x = ins[0]
-    bd = min(int(p.get("batch_dims", 0)), x.rank - 1)
-    m = int(b.rng.integers(1, x.rank - bd + 1))
-    k = int(p.get("count", 3))
-    batch = list(x.shape[:bd])
-    cols = [b.rng.integers(-x.shape[bd + j] if p.get("negative", 1) else 0, x.shape[bd + j], size=batch + [k]) for j in range(m)]
-    idx = np.stack(cols, axis=-1).astype(np.int64)
-    return b.op("GatherND", [x, b.const(idx, "indices")], batch_dims=bd)
-
-
-def scatter_nd(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    """ScatterND with unique targets (duplicates are undefined for reduction none)."""
-    x = ins[0]
-    m = int(b.rng.integers(1, x.rank + 1))
-    space = int(np.prod(x.shape[:m]))
-    k = int(b.rng.integers(1, min(space, int(p.get("count", 4))) + 1))
-    flat = b.rng.choice(space, size=k, replace=False)
-    idx = np.stack(np.unravel_index(flat, x.shape[:m]), axis=-1).astype(np.int64)
-    upd = b.weight((k, *x.shape[m:]), "updates")
-    return b.op("ScatterND", [x, b.const(idx, "indices"), upd], reduction=p.get("reduction", "none"))
-
-
-def scatter_elements(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    x = ins[0]
-    axis = norm_axis(int(p.get("axis", 0)), x.rank)
-    a = axis % x.rank
-    d = x.shape[a]
-    k = int(b.rng.integers(1, d + 1))
-    shape = list(x.shape)
-    shape[a] = k
-    order = np.argsort(b.rng.random(tuple(x.shape)), axis=a)
-    idx = np.take(order, np.arange(k), axis=a).astype(np.int64)
-    if p.get("negative", 1):
-        idx = np.where(b.rng.random(idx.shape) < 0.3, idx - d, idx)
-    upd = b.weight(tuple(shape), "updates")
-    return b.op("ScatterElements", [x, b.const(idx, "indices"), upd], axis=axis, reduction=p.get("reduction", "none"))
-
-
+@rule("shape", reads=("end", "start"))
 def shape_rule(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Shape, optionally sliced by start/end."""
     x = ins[0]
     start = p.get("start")
     end = p.get("end")
@@ -294,10 +239,13 @@ def shape_rule(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return [b.with_value(out, val)]
 
 
+@rule("size")
 def size_rule(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """Size (a scalar int64)."""
     return b.op("Size", [ins[0]])
 
 
+@rule("constant_of_shape", reads=("value",))
 def constant_of_shape(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Fill: ConstantOfShape(Shape(x)) with a drawn value (TF's Fill)."""
     x = ins[0]
@@ -308,123 +256,9 @@ def constant_of_shape(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T
     return b.op("ConstantOfShape", [shp], value=numpy_helper.from_array(val, "value"))
 
 
+@rule("fill_expand", reads=("value",))
 def fill_expand(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Fill as Expand(scalar, Shape(x))."""
     x = ins[0]
     shp = b.with_value(b.op1("Shape", [x]), np.array(x.shape, np.int64))
     return b.op("Expand", [b.const(np.array(p.get("value", 1.0), np.float32), "fill"), shp])
-
-
-def topk(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    x = ins[0]
-    axis = norm_axis(int(p.get("axis", -1)), x.rank)
-    d = x.shape[axis]
-    k = int(b.rng.integers(1, d + 1))
-    return b.op("TopK", [x, b.ints([k], "k")], 2, axis=axis, largest=p.get("largest"), sorted=p.get("sorted"))
-
-
-def einsum(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    """Einsum: a random permute/reduce of one operand, or a contraction with a second."""
-    x = shrink(b, ins[0], SOFT_CAP)
-    letters = string.ascii_lowercase[: x.rank]
-    keep = [c for c in letters if b.rng.random() < 0.7] or list(letters[:1])
-    out = "".join(b.rng.permutation(keep).tolist()) if p.get("permute", 1) else "".join(keep)
-    if p.get("operands", 2) == 1 or x.rank == 0:
-        return b.op("Einsum", [x], equation=f"{letters}->{out}")
-    shared = [c for c in letters if b.rng.random() < 0.5] or [letters[-1]]
-    new = "z"
-    yterm = "".join(shared) + new
-    yshape = tuple(x.shape[letters.index(c)] for c in shared) + (int(b.rng.integers(1, 9)),)
-    y = fit(b, cast(b, ins[1], FLOAT), yshape) if len(ins) > 1 else b.weight(yshape, "E")
-    return b.op("Einsum", [x, y], equation=f"{letters},{yterm}->{out}{new}")
-
-
-def matmul(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    x = ins[0]
-    k = x.shape[-1]
-    n = int(p.get("n", 8))
-    yshape = (k, n) if x.rank < 3 or not p.get("batched") else (*x.shape[:-2], k, n)
-    y = fit(b, cast(b, ins[1], FLOAT), yshape) if len(ins) > 1 else b.weight(yshape, "M")
-    return b.op("MatMul", [x, y])
-
-
-def gemm(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    """Gemm with transA/transB, alpha/beta and C given as [N], [1], [M, N] or omitted."""
-    a = to_rank(b, ins[0], 2)
-    ta, tb = int(p.get("transA", 0)), int(p.get("transB", 0))
-    m, k = (a.shape[1], a.shape[0]) if ta else a.shape
-    n = int(p.get("n", 8))
-    bshape = (n, k) if tb else (k, n)
-    bt = fit(b, cast(b, ins[1], FLOAT), bshape) if len(ins) > 1 else b.weight(bshape, "Bm")
-    c_kind = str(p.get("c", "row"))
-    c = {"row": (n,), "scalar": (1,), "full": (m, n), "col": (m, 1)}.get(c_kind)
-    args = [a, bt] + ([b.weight(c, "C")] if c is not None else [])
-    return b.op("Gemm", args, transA=ta, transB=tb, alpha=p.get("alpha"), beta=p.get("beta"))
-
-
-def trilu(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    x = ins[0]
-    args = [x] + ([b.const(np.array(int(p.get("k", 0)), np.int64), "k")] if p.get("k_given", 1) else [])
-    return b.op("Trilu", args, upper=p.get("upper"))
-
-
-def reverse_sequence(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    x = ins[0]
-    ba = int(p.get("batch_axis", 1))
-    ta = 1 - ba
-    lens = b.rng.integers(1, x.shape[ta] + 1, size=x.shape[ba]).astype(np.int64)
-    return b.op("ReverseSequence", [x, b.const(lens, "seq_lens")], batch_axis=ba, time_axis=ta)
-
-
-def eye_like(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    return b.op("EyeLike", [ins[0]], k=p.get("k"))
-
-
-def onehot(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    """OneHot of indices made from the input (negative indices included)."""
-    x = shrink(b, ins[0], SOFT_CAP // 16)
-    depth = int(p.get("depth", 5))
-    scaled = b.op1("Mul", [x, b.const(np.array(depth, np.float32), "d")])
-    idx = cast(b, scaled, INT64)
-    vals = b.const(np.array([p.get("off_value", 0.0), p.get("on_value", 1.0)], np.float32), "values")
-    return b.op("OneHot", [idx, b.const(np.array(depth, np.int64), "depth"), vals], axis=norm_axis(int(p.get("axis", -1)), x.rank, extra=1))
-
-
-def det(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    x = ins[0]
-    m = min(x.shape[-1], x.shape[-2], int(p.get("max_n", 4)))
-    x = fit(b, x, (*x.shape[:-2], m, m))
-    return b.op("Det", [x])
-
-
-RULES_SHAPE = {
-    "reshape": reshape_rule,
-    "flatten": flatten,
-    "transpose": transpose,
-    "squeeze": squeeze,
-    "unsqueeze": unsqueeze,
-    "expand": expand,
-    "tile": tile,
-    "slice": slice_rule,
-    "pad": pad_rule,
-    "split": split,
-    "concat": concat,
-    "gather": gather,
-    "gather_elements": gather_elements,
-    "gather_nd": gather_nd,
-    "scatter_nd": scatter_nd,
-    "scatter_elements": scatter_elements,
-    "shape": shape_rule,
-    "size": size_rule,
-    "constant_of_shape": constant_of_shape,
-    "fill_expand": fill_expand,
-    "topk": topk,
-    "einsum": einsum,
-    "matmul": matmul,
-    "gemm": gemm,
-    "trilu": trilu,
-    "reverse_sequence": reverse_sequence,
-    "eye_like": eye_like,
-    "onehot": onehot,
-    "det": det,
-}

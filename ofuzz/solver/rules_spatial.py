@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ofuzz.blocks import Block
+from ofuzz.solver.registry import rule
 from ofuzz.solver.adapters import pad_to, reshape, shrink, slice_to
 from ofuzz.solver.builder import Builder, SolverError, T
 
@@ -69,6 +70,7 @@ def _spatial(b: Builder, x: T, p: Params, pool: bool) -> dict[str, Any]:
     return attrs
 
 
+@rule("conv", reads=("auto_pad", "bias", "dilation", "group", "kernel", "kernel_rect", "multiplier", "out_channels", "pad_mode", "stride"))
 def conv(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Conv in its group modes: 1, depthwise (group = C) and a divisor of C."""
     x = _fit_budget(b, ins[0], int(p.get("out_channels", 8)) * int(p.get("multiplier", 1)))
@@ -97,7 +99,9 @@ def _fit_budget(b: Builder, x: T, growth: int) -> T:
     return shrink(b, x, max(x.shape[1], limit * x.shape[1] // max(spatial * x.shape[0], 1)))
 
 
+@rule("conv_transpose", reads=("auto_pad", "bias", "dilation", "group", "kernel", "out_channels", "output_padding", "output_shape_attr", "stride"))
 def conv_transpose(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """ConvTranspose with weights sized to the input channels (group, stride, dilation, padding or auto_pad, output_padding/output_shape)."""
     x = _fit_budget(b, ins[0], int(p.get("out_channels", 4)) * int(p.get("stride", 1)) ** 2 * 4)
     c = x.shape[1]
     n_sp = x.rank - 2
@@ -131,6 +135,7 @@ def conv_transpose(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("ConvTranspose", args, **attrs)
 
 
+@rule("pool", reads=("auto_pad", "ceil_mode", "count_include_pad", "dilation", "kernel", "kernel_rect", "p", "pad_mode", "storage_order", "stride", "with_indices"))
 def pool(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """MaxPool/AveragePool/LpPool with ceil_mode, count_include_pad, dilations, Indices."""
     x = ins[0]
@@ -165,6 +170,7 @@ def _last_window_outside(x: T, attrs: dict[str, Any]) -> bool:
     return False
 
 
+@rule("resize", reads=("by", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "mode", "nearest_mode", "scale_h", "scale_w"))
 def resize(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Resize in every mode; scales or sizes; roi for tf_crop_and_resize."""
     x = ins[0]
@@ -193,6 +199,7 @@ def resize(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Resize", [x, roi, scales], **attrs)
 
 
+@rule("roi_align", reads=("coordinate_transformation_mode", "mode", "num_rois", "output_height", "output_width", "sampling_ratio", "spatial_scale"))
 def roi_align(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """RoiAlign: the closest ONNX form of TF's CropAndResize."""
     x = ins[0]
@@ -211,7 +218,9 @@ def roi_align(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     )
 
 
+@rule("grid_sample", reads=("align_corners", "mode", "out_h", "out_w", "padding_mode"))
 def grid_sample(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """GridSample with a drawn grid of out_h × out_w (mode, padding_mode, align_corners)."""
     x = ins[0]
     ho, wo = int(p.get("out_h", 4)), int(p.get("out_w", 4))
     grid = b.const(np.round(b.rng.uniform(-1.1, 1.1, (x.shape[0], ho, wo, 2)), 4).astype(np.float32), "grid")
@@ -228,18 +237,23 @@ def _round_to(b: Builder, x: T, dims: dict[int, int]) -> T:
     return pad_to(b, x, tgt)
 
 
+@rule("depth_to_space", reads=("blocksize", "mode"))
 def depth_to_space(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """DepthToSpace: channels made a multiple of blocksize² first (DCR or CRD)."""
     bs = int(p.get("blocksize", 2))
     x = _round_to(b, ins[0], {1: bs * bs})
     return b.op("DepthToSpace", [x], blocksize=bs, mode=p.get("mode", "DCR"))
 
 
+@rule("space_to_depth", reads=("blocksize",))
 def space_to_depth(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """SpaceToDepth: spatial dims made multiples of blocksize first."""
     bs = int(p.get("blocksize", 2))
     x = _round_to(b, ins[0], {2: bs, 3: bs})
     return b.op("SpaceToDepth", [x], blocksize=bs)
 
 
+@rule("space_to_batch", reads=("blocksize",))
 def space_to_batch(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """TF SpaceToBatchND as ONNX: Pad → Reshape → Transpose → Reshape."""
     bs = int(p.get("blocksize", 2))
@@ -254,6 +268,7 @@ def space_to_batch(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return [reshape(b, y, (bs * bs * n, c, h // bs, w // bs))]
 
 
+@rule("batch_to_space", reads=("blocksize", "crop"))
 def batch_to_space(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """TF BatchToSpaceND as ONNX: Reshape → Transpose → Reshape → crop (Slice)."""
     bs = int(p.get("blocksize", 2))
@@ -271,26 +286,13 @@ def batch_to_space(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return [y]
 
 
+@rule("lrn", reads=("alpha", "beta", "bias", "size"))
 def lrn(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """LRN across channels (size, alpha, beta, bias) on rank-4 inputs."""
     return b.op("LRN", [ins[0]], size=p.get("size"), alpha=p.get("alpha"), beta=p.get("beta"), bias=p.get("bias"))
 
 
+@rule("global_pool", reads=("p",))
 def global_pool(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """GlobalAveragePool / GlobalMaxPool / GlobalLpPool (p) on rank ≥ 3 inputs."""
     return b.op(blk.op, [ins[0]], **({"p": p["p"]} if "p" in p else {}))
-
-
-RULES_SPATIAL = {
-    "conv": conv,
-    "conv_transpose": conv_transpose,
-    "pool": pool,
-    "resize": resize,
-    "roi_align": roi_align,
-    "grid_sample": grid_sample,
-    "depth_to_space": depth_to_space,
-    "space_to_depth": space_to_depth,
-    "space_to_batch": space_to_batch,
-    "batch_to_space": batch_to_space,
-    "lrn": lrn,
-    "global_pool": global_pool,
-}
-
