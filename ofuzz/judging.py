@@ -24,7 +24,7 @@ import onnx
 
 from ofuzz.isolate import DEFECT, DRIFT, isolate, isolate_single
 from ofuzz.localise import localise
-from ofuzz.oracle import DCF, DCP, Verdict, judge
+from ofuzz.oracle import DCF, DCP, Verdict, judge_outcomes
 from ofuzz.runner import EnginePool, output_names
 from ofuzz.signature import failing_op, signature
 
@@ -99,7 +99,7 @@ def judge_model(pool: EnginePool, model: onnx.ModelProto, model_path: Path, inpu
     names = output_names(model)
     excluded = excluded_voters(pool, model, inputs, policy)
     engines = [e for e in pool.names if e not in (skip or {})]
-    v = judge(pool.execute(model_path, inputs, names, engines=engines), names, declared_shapes(model), excluded, pool.families)
+    v = judge_outcomes(pool.execute(model_path, inputs, names, engines=engines), names, declared_shapes(model), excluded, pool.families)
     v.skipped = dict(skip or {})
     findings: list[Finding] = []
     isolated: dict[str, Any] = {}

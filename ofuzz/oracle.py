@@ -138,7 +138,7 @@ def _unblame_clean_failures_without_witness(results: dict[str, EngineResult], ra
         results[e].blamed = False
 
 
-def judge(outcomes: dict[str, tuple[Any, Any]], names: list[str], declared: dict[str, tuple[int, ...]] | None = None,
+def judge_outcomes(outcomes: dict[str, tuple[Any, Any]], names: list[str], declared: dict[str, tuple[int, ...]] | None = None,
           excluded: dict[str, str] | None = None, families: Families | None = None) -> Verdict:
     """outcomes: engine -> (prepare Outcome, run Outcome or None).
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ofuzz.engines.client import Outcome
-from ofuzz.oracle import DCF, DCP, IF, MCF, compare_tensor, judge, triangulate
+from ofuzz.oracle import DCF, DCP, IF, MCF, compare_tensor, judge_outcomes, triangulate
 from ofuzz.signature import failing_op, normalise, signature
 
 
@@ -92,7 +92,7 @@ def test_judge_statuses():
         "tensorflow": (Outcome("prepare", "exception", etype="ValueError", message="bad"), None),
         "tflite": (ok, Outcome("run", "crash", signal="SIGSEGV")),
     }
-    v = judge(out, ["y"])
+    v = judge_outcomes(out, ["y"])
     st = {k: r.status for k, r in v.results.items()}
     assert st == {"onnxruntime": DCP, "reference": DCP, "mnn": DCF, "tensorflow": MCF, "tflite": IF}
     assert v.results["mnn"].blamed and v.expected_from == "reference"
@@ -143,11 +143,11 @@ def test_an_output_contradicting_shape_inference_never_becomes_expected():
     right = {"y": np.ones((1, 1, 2, 1), np.float32)}
     wrong = {"y": np.ones((1, 1, 1, 1), np.float32)}
     out = {"reference": (ok, Outcome("run", "ok", outputs=wrong)), "onnxruntime": (ok, Outcome("run", "ok", outputs=right))}
-    v = judge(out, ["y"], declared={"y": (1, 1, 2, 1)})
+    v = judge_outcomes(out, ["y"], declared={"y": (1, 1, 2, 1)})
     assert v.expected_from == "onnxruntime" and v.results["reference"].blamed and v.results["reference"].status == DCF
     assert v.results["reference"].versus.category == "shape" and not v.results["onnxruntime"].blamed
     # nobody matches the declaration: the declaration is suspect, the engines are judged by vote alone
-    v = judge(out, ["y"], declared={"y": (3, 3)})
+    v = judge_outcomes(out, ["y"], declared={"y": (3, 3)})
     assert v.split
 
 
@@ -155,7 +155,7 @@ def test_an_excluded_reference_neither_votes_nor_is_blamed():
     ok = Outcome("prepare", "ok")
     out = {"reference": (ok, Outcome("run", "ok", outputs=_outs(5))), "onnxruntime": (ok, Outcome("run", "ok", outputs=_outs(1))),
            "mnn": (ok, Outcome("run", "ok", outputs=_outs(1)))}
-    v = judge(out, ["y"], excluded={"reference": "LpNormalization p=1 sums x, not |x|"})
+    v = judge_outcomes(out, ["y"], excluded={"reference": "LpNormalization p=1 sums x, not |x|"})
     assert v.majority == ["mnn", "onnxruntime"] and not v.results["reference"].blamed
     assert v.results["reference"].status == DCF and v.excluded
 
@@ -168,7 +168,7 @@ def test_shape_inference_does_not_outrank_two_engine_families_that_agree_against
     two = {"y": np.ones((1, 1, 2, 2), np.float32)}
     out = {"reference": (ok, Outcome("run", "ok", outputs=three)), "mnn": (ok, Outcome("run", "ok", outputs=three)),
            "onnxruntime": (ok, Outcome("run", "ok", outputs=two))}
-    v = judge(out, ["y"], declared={"y": (1, 1, 2, 2)})
+    v = judge_outcomes(out, ["y"], declared={"y": (1, 1, 2, 2)})
     assert v.majority == ["mnn", "reference"] and v.results["onnxruntime"].blamed
 
 
@@ -176,14 +176,14 @@ def test_a_clean_refusal_needs_a_witness_that_the_model_runs():
     ok = Outcome("prepare", "ok")
     bad = lambda: (ok, Outcome("run", "exception", etype="ValueError", message="index out of bounds"))  # noqa: E731
     # every engine refuses: the model is what is wrong, nobody is blamed
-    v = judge({"onnxruntime": bad(), "reference": bad(), "tensorflow": (Outcome("prepare", "exception", etype="ValueError"), None)}, ["y"])
+    v = judge_outcomes({"onnxruntime": bad(), "reference": bad(), "tensorflow": (Outcome("prepare", "exception", etype="ValueError"), None)}, ["y"])
     assert not any(r.blamed for r in v.results.values())
     # one engine runs it and two families refuse: still no witness strong enough
-    v = judge({"onnxruntime": (ok, Outcome("run", "ok", outputs=_outs(1))), "reference": bad(), "mnn": bad()}, ["y"])
+    v = judge_outcomes({"onnxruntime": (ok, Outcome("run", "ok", outputs=_outs(1))), "reference": bad(), "mnn": bad()}, ["y"])
     assert not v.results["reference"].blamed and not v.results["mnn"].blamed
     # two families run it: the refusing engine is blamed; a crash is blamed whatever the others did
-    v = judge({"onnxruntime": (ok, Outcome("run", "ok", outputs=_outs(1))), "reference": (ok, Outcome("run", "ok", outputs=_outs(1))),
+    v = judge_outcomes({"onnxruntime": (ok, Outcome("run", "ok", outputs=_outs(1))), "reference": (ok, Outcome("run", "ok", outputs=_outs(1))),
                "mnn": bad()}, ["y"])
     assert v.results["mnn"].blamed
-    v = judge({"onnxruntime": bad(), "mnn": (ok, Outcome("run", "crash", signal="SIGSEGV"))}, ["y"])
+    v = judge_outcomes({"onnxruntime": bad(), "mnn": (ok, Outcome("run", "crash", signal="SIGSEGV"))}, ["y"])
     assert v.results["mnn"].blamed and not v.results["onnxruntime"].blamed
