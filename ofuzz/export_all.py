@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.npz import load_npz
+from ofuzz.repro_check import close_runners
 from ofuzz.judging import Policy
 from ofuzz.runner import EnginePool, for_each_in_pools
 from ofuzz.signature import finding_id
@@ -109,7 +110,10 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
         if on_progress is not None:
             on_progress(prog)
 
-    for_each_in_pools(specs, campaign_dir / "work" / "export", todo, one, workers or (os.cpu_count() or 2), stop=over_time)
+    try:
+        for_each_in_pools(specs, campaign_dir / "work" / "export", todo, one, workers or (os.cpu_count() or 2), stop=over_time)
+    finally:
+        close_runners()
     if capped.is_set():
         left = prog.total - prog.done - prog.failed
         echo(f"repro export stopped at its time cap ({total:.0f}s) with {left} findings left; "

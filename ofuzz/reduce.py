@@ -29,7 +29,7 @@ import onnx
 
 from ofuzz import onnx_guard
 from ofuzz.cut import submodel
-from ofuzz.judging import BUG, Finding, Policy, judge_model
+from ofuzz.judging import BUG, Finding, Judged, Policy, judge_model
 from ofuzz.localise import expose_intermediates
 from ofuzz.oracle import DCP
 from ofuzz.runner import EnginePool
@@ -78,6 +78,7 @@ class Reduced:
     one_minimal: bool
     log: list[str] = field(default_factory=list)
     passes: dict[str, PassStats] = field(default_factory=dict)
+    judged: Judged | None = None  # the final model's verdict on every engine, when a check already produced it
 
 
 class Reducer:
@@ -96,6 +97,7 @@ class Reducer:
         self.stats: dict[str, PassStats] = {}
         self.current_pass = ""
         self.log: list[str] = []
+        self.accepted: dict[str, Judged] = {}  # digest -> verdict of accepted candidates judged on every engine (the repro reuses it)
 
     def out_of_time(self) -> bool:
         return time.perf_counter() - self.t0 > self.budget
@@ -125,7 +127,10 @@ class Reducer:
         if not any(self.target.matches(f) for f in j.findings):
             return False
         results = j.verdict.results
-        return all(e in results and results[e].status == DCP for e in self.must_agree if e not in j.verdict.excluded)
+        ok = all(e in results and results[e].status == DCP for e in self.must_agree if e not in j.verdict.excluded)
+        if ok and not self.skip:
+            self.accepted = {_digest(model, feeds): j}  # only the latest: it is the current model
+        return ok
 
 
 def reduce_model(
@@ -146,6 +151,7 @@ def reduce_model(
         if full.consider(fast.model, fast.inputs):
             fast.checks += full.checks
             fast.seconds = time.perf_counter() - t0
+            fast.judged = full.accepted.get(_digest(fast.model, fast.inputs))
             return fast
         again = _shrink(pool, model, feeds, target, value_engine, max(1.0, budget - (time.perf_counter() - t0)), start_node, policy, must_agree)
         again.log.insert(0, "the cheaply reduced model failed on another engine; reduced again on all engines")
@@ -179,7 +185,8 @@ def _shrink(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
     m, f = cur
     if echo:
         echo(f"reduced {n0} → {len(m.graph.node)} nodes in {r.checks} checks")
-    return Reduced(m, f, n0, len(m.graph.node), r.checks, time.perf_counter() - r.t0, one_min and not r.out_of_time(), r.log, r.stats)
+    return Reduced(m, f, n0, len(m.graph.node), r.checks, time.perf_counter() - r.t0, one_min and not r.out_of_time(), r.log, r.stats,
+                   r.accepted.get(_digest(m, f)))
 
 
 def _run_pass(r: Reducer, name: str, fn: Callable[..., Any], cur: Any, *args: Any) -> Any:

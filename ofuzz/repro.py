@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,8 @@ import onnx
 from ofuzz.engines.envs import python_for
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.npz import npz_bytes
-from ofuzz.judging import Policy, judge_model
+from ofuzz.judging import Judged, Policy, judge_model
+from ofuzz.repro_check import check_repro
 from ofuzz import compare
 from ofuzz.compare import RULE
 from ofuzz.runner import EnginePool
@@ -83,12 +83,16 @@ if __name__ == "__main__":
 
 
 def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model: onnx.ModelProto,
-                inputs: dict[str, np.ndarray], reduction: dict[str, Any], policy: Policy, extra: dict[str, Any]) -> dict[str, Any]:
-    """Write model, inputs, every engine's outputs, expected outputs, repro.py and REPORT.md; return finding.json's content."""
+                inputs: dict[str, np.ndarray], reduction: dict[str, Any], policy: Policy, extra: dict[str, Any],
+                judged: Judged | None = None) -> dict[str, Any]:
+    """Write model, inputs, every engine's outputs, expected outputs, repro.py and REPORT.md; return finding.json's content.
+    `judged`: this model's verdict on every engine if the reducer's final check already has it (saves a TensorFlow
+    conversion per finding)."""
     engine = finding["engine"]
     onnx.save(model, str(out / "model.onnx"))
     (out / "inputs.npz").write_bytes(npz_bytes(inputs))
-    judged = judge_model(pool, model, out / "model.onnx", inputs, policy=policy)
+    if judged is None:
+        judged = judge_model(pool, model, out / "model.onnx", inputs, policy=policy)
     versions = pool.versions()
     v = judged.verdict
     outs: dict[str, dict[str, np.ndarray]] = {}
@@ -131,22 +135,6 @@ def split_repro_engine(split: str, expected_from: str, ran: set[str], spec_by_na
     differs from the engine whose outputs are stored as expected (the report says so)."""
     members = [e for e in split.split("+") if e in spec_by_name and e in ran]
     return next((e for e in members if e != expected_from), members[0] if members else None)
-
-
-def check_repro(out: Path, spec: EngineSpec | None, timeout: float = 180.0) -> str:
-    """Run repro.py in a fresh process with the engine's own Python: reproduced / not reproduced / error."""
-    py = python_for(spec) if spec else None
-    if py is None or not (out / "repro.py").is_file():
-        return "not checked (engine environment missing)"
-    try:
-        r = subprocess.run([py, "repro.py"], cwd=out, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return "reproduced (hang: repro.py timed out)"
-    if r.returncode == 1 or r.returncode < 0:
-        return "reproduced" if r.returncode == 1 else f"reproduced (killed by signal {-r.returncode})"
-    if r.returncode == 0:
-        return "not reproduced"
-    return f"error (exit {r.returncode}): {(r.stderr or r.stdout).strip().splitlines()[-1][:200] if (r.stderr or r.stdout).strip() else ''}"
 
 
 def _write_report(out: Path, info: dict[str, Any], model: onnx.ModelProto, inputs: dict[str, np.ndarray], v: Any, spec: EngineSpec | None) -> None:

@@ -29,7 +29,7 @@ from ofuzz.engines.registry import EngineSpec
 from ofuzz.isolate import DEFECT
 from ofuzz.judging import BUG, SPLIT, Finding, Judged, Policy, judge_model
 from ofuzz.localise import pick_voters, value_source
-from ofuzz.oracle import DCP
+from ofuzz.oracle import DCF, DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
 from ofuzz.rootcause import RootKey, coarsen, failure_of, key_of
@@ -106,9 +106,12 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         start_model, start_feeds, start_node = iso.model, iso.feeds, None  # the node alone already shows it
     elif start_node is None and hit.op:
         start_node = next((n.name for n in model.graph.node if n.op_type == hit.op), None)
-    value_engine = value_source(must_agree, min(must_agree, default=engine))
+    # a failure's sub-models need values from any engine that ran the model, even one outside the majority (the
+    # target is the failure, not the values); a divergence needs the majority's
+    ran = {e for e, r in judged.verdict.results.items() if r.status in (DCP, DCF) and e != engine and e not in judged.verdict.excluded}
+    value_engine = value_source(must_agree or (ran if hit.status != "DCF" else set()), min(must_agree or ran, default=engine))
     reduction: dict[str, Any] = {"nodes_before": len(model.graph.node), "nodes_after": len(start_model.graph.node), "seconds": 0.0, "checks": 0}
-    red_model, red_feeds = start_model, start_feeds
+    red_model, red_feeds, red_judged = start_model, start_feeds, None
     outcome = judged.verdict.results[engine].outcome
     if getattr(outcome, "kind", "") == "timeout":
         budget = 0  # every check of a hang costs the engine's whole timeout: keep the model as found
@@ -119,10 +122,10 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         reduction = {"nodes_before": len(model.graph.node), "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2), "checks": red.checks,
                      "one_minimal": red.one_minimal, "isolated_first": start_model is not model,
                      "passes": {k: vars(v) for k, v in red.passes.items()}, "log": red.log[:30]}
-        red_model, red_feeds = red.model, red.inputs
+        red_model, red_feeds, red_judged = red.model, red.inputs, red.judged
     t1 = time.perf_counter()
     info = write_repro(out, pool, spec_by_name, {**finding, "op": hit.op or finding.get("op")}, red_model, red_feeds, reduction, policy,
-                       {**base, "pre_key": key})
+                       {**base, "pre_key": key}, red_judged)
     info["root"] = _root_key(engine, hit, judged, info, red_model, red_feeds).to_json()
     info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2)})
     return _record(out, info)

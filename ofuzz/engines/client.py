@@ -147,12 +147,7 @@ class Worker:
                 data = f.read()
         except OSError:
             return ""
-        text = data.decode("utf-8", "replace")
-        if len(text) <= limit:
-            return text
-        # engines often say why first and dump a traceback after (onnx2tf's "ERROR: ... supports only ..."): keep that line
-        first = next((ln for ln in text.splitlines() if "ERROR" in ln or "Error:" in ln), "")
-        return (first[:300] + "\n...\n" if first and first not in text[-limit:] else "") + text[-limit:]
+        return keep_first_error(data.decode("utf-8", "replace"), limit)
 
     def _log_size(self) -> int:
         try:
@@ -216,7 +211,7 @@ class Worker:
         etype = str(reply.get("etype", ""))
         msg = str(reply.get("message", ""))
         kind = "oom" if etype == "MemoryError" or any(m in msg for m in OOM_MARKERS) else "exception"
-        return Outcome(stage, kind, etype=etype, message=msg, log_tail=(tail + "\n" + str(reply.get("traceback", "")))[-3000:], time=dt)
+        return Outcome(stage, kind, etype=etype, message=msg, log_tail=keep_first_error(tail + "\n" + str(reply.get("traceback", "")), 3000), time=dt)
 
     # -- engine steps ---------------------------------------------------------------
     def prepare(self, model_path: Path, inputs: list[str], outputs: list[str], timeout: float | None = None) -> Outcome:
@@ -245,3 +240,15 @@ class Worker:
             arrays = {k: z[k] for k in z.files}
         out_path.unlink(missing_ok=True)
         return Outcome("run", "ok", time=float(reply.get("time", 0.0)), outputs=arrays)
+
+
+def keep_first_error(text: str, limit: int) -> str:
+    """The last `limit` characters of an engine's log, plus its first ERROR line if that was cut: engines often say why
+    first and dump a traceback after (onnx2tf: "ERROR: ScatterElements currently supports only reduction=['none']",
+    then sys.exit), and the noise classes match on that line."""
+    if len(text) <= limit:
+        return text
+    first = next((ln for ln in text.splitlines() if "ERROR" in ln or "Error:" in ln), "")[:300]
+    if not first or first in text[-limit:]:
+        return text[-limit:]
+    return first + "\n...\n" + text[-(limit - len(first) - 5):]
