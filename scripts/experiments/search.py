@@ -1,0 +1,133 @@
+"""The yardstick for search strategies: chooser A vs chooser B, counted in distinct root causes over time.
+
+    python scripts/experiments/search.py --choosers mcts,random --seeds 3 --budget 10m [--engines ...] [--out DIR]
+    python scripts/experiments/search.py --out DIR --count-only      # re-count campaigns that already ran there
+
+Every (chooser, seed) runs one campaign of the same wall-clock budget on the same engines, then its triage (`ofuzz
+bugs`: re-judging, reduction, root-cause clustering). A root cause counts at the campaign time of the first model that
+showed any of its signatures. Prints a table (root causes, OLC, confirmed-bugs corpus recall; mean, min, max over
+seeds) and writes DIR/search.md and DIR/search.svg (root causes against time, mean line with a min–max band per chooser).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench_bugs import corpus, covered, ofuzz  # noqa: E402  (the confirmed-bugs corpus and its matching rule)
+
+from ofuzz.defaults import CHOOSERS, DEFAULT_ENGINES, parse_duration  # noqa: E402
+from ofuzz.store import Store  # noqa: E402
+
+COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
+
+
+def run_one(out: Path, chooser: str, seed: int, budget: str, engines: str) -> None:
+    if not (out / "campaign.sqlite").is_file():
+        r = ofuzz("campaign", "--engines", engines, "--budget", budget, "--seed", str(seed), "--chooser", chooser,
+                  "--out", str(out), "--no-reduce", "--no-report")
+        if r.returncode != 0:
+            raise SystemExit(f"campaign {chooser} seed {seed} failed: {r.stderr[-800:]}")
+    t = ofuzz("bugs", str(out), "--json")
+    if t.returncode != 0:
+        raise SystemExit(f"triage of {out} failed: {t.stderr[-800:]}")
+
+
+def measure(out: Path, bugs: list[dict]) -> dict:
+    """Root causes with the campaign time each was first seen, final OLC, corpus recall."""
+    r = ofuzz("bugs", str(out), "--json", "--no-triage")
+    roots = json.loads(r.stdout)["root_causes"]
+    st = Store(out)
+    timeline = st.timeline()
+    st.close()
+    at = {row["idx"]: row["elapsed"] for row in timeline}
+    times = sorted(at.get(rc.get("first_idx"), timeline[-1]["elapsed"] if timeline else 0.0) for rc in roots)
+    return {"roots": len(roots), "times": times, "olc": 100 * (timeline[-1]["olc"] or 0) if timeline else 0.0,
+            "elapsed": timeline[-1]["elapsed"] if timeline else 0.0, "found": [b["name"] for b in bugs if covered(b, roots)],
+            "by_engine": {e: sum(1 for rc in roots if rc["engine"] == e) for e in sorted({rc["engine"] for rc in roots})}}
+
+
+def curve(times: list[float], grid: list[float]) -> list[int]:
+    return [sum(1 for t in times if t <= g) for g in grid]
+
+
+def plot(results: dict[str, list[dict]], budget: float, path: Path) -> None:
+    w, h, pad = 640, 300, 45
+    grid = [budget * i / 60 for i in range(61)]
+    curves = {c: [curve(r["times"], grid) for r in rs] for c, rs in results.items()}
+    top = max([max(max(cv) for cv in cs) for cs in curves.values() if cs] + [1])
+    x = lambda t: pad + (w - 2 * pad) * t / budget  # noqa: E731
+    y = lambda v: h - pad - (h - 2 * pad) * v / top  # noqa: E731
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
+           f'<text x="{w / 2}" y="16" text-anchor="middle">distinct root causes against campaign time (mean, min–max over seeds)</text>',
+           f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="#000"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="#000"/>',
+           f'<text x="{w / 2}" y="{h - 10}" text-anchor="middle">minutes</text>',
+           f'<text x="{pad - 5}" y="{pad}" text-anchor="end">{top}</text><text x="{w - pad}" y="{h - pad + 14}" text-anchor="end">{budget / 60:.0f}</text>']
+    for i, (c, cs) in enumerate(curves.items()):
+        if not cs:
+            continue
+        col = COLOURS[i % len(COLOURS)]
+        lo = [min(v[k] for v in cs) for k in range(len(grid))]
+        hi = [max(v[k] for v in cs) for k in range(len(grid))]
+        mean = [statistics.mean(v[k] for v in cs) for k in range(len(grid))]
+        band = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in zip(grid, hi)) + " " + " ".join(
+            f"{x(t):.1f},{y(v):.1f}" for t, v in reversed(list(zip(grid, lo))))
+        svg.append(f'<polygon points="{band}" fill="{col}" fill-opacity="0.18" stroke="none"/>')
+        svg.append(f'<polyline points="{" ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in zip(grid, mean))}" fill="none" stroke="{col}" stroke-width="2"/>')
+        svg.append(f'<text x="{pad + 8}" y="{pad + 14 * (i + 1)}" fill="{col}">{c} (n={len(cs)})</text>')
+    svg.append("</svg>")
+    path.write_text("\n".join(svg))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--choosers", default="mcts,random", help=f"comma-separated, from {', '.join(CHOOSERS)}")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=101)
+    ap.add_argument("--budget", default="10m")
+    ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES))
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--count-only", action="store_true", help="do not run anything; count what DIR holds")
+    a = ap.parse_args()
+    choosers = [c.strip() for c in a.choosers.split(",") if c.strip()]
+    bad = [c for c in choosers if c not in CHOOSERS]
+    if bad:
+        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}")
+    budget = parse_duration(a.budget)
+    base = a.out or Path(tempfile.mkdtemp(prefix="ofuzz-search-"))
+    bugs = corpus()
+    results: dict[str, list[dict]] = {c: [] for c in choosers}
+    for seed in range(a.first_seed, a.first_seed + a.seeds):
+        for c in choosers:  # interleaved, so machine noise hits both choosers alike
+            out = base / f"{c}-s{seed}"
+            if not a.count_only:
+                run_one(out, c, seed, a.budget, a.engines)
+            if (out / "campaign.sqlite").is_file():
+                m = measure(out, bugs)
+                results[c].append(m)
+                print(json.dumps({"chooser": c, "seed": seed, **{k: v for k, v in m.items() if k != "times"}}), flush=True)
+    lines = [f"| chooser | seeds | root causes (mean, min–max) | OLC % (mean) | corpus recall (mean of {len(bugs)}) |",
+             "|---|---|---|---|---|"]
+    for c, rs in results.items():
+        if not rs:
+            continue
+        n = [r["roots"] for r in rs]
+        lines.append(f"| {c} | {len(rs)} | {statistics.mean(n):.1f} ({min(n)}–{max(n)}) | {statistics.mean(r['olc'] for r in rs):.1f} | "
+                     f"{statistics.mean(len(r['found']) for r in rs):.1f} |")
+    if len(choosers) >= 2 and all(results[c] for c in choosers[:2]):
+        a0, b0 = (statistics.mean(r["roots"] for r in results[c]) for c in choosers[:2])
+        lines.append(f"\n{choosers[0]} / {choosers[1]} root causes: {a0 / b0 if b0 else float('nan'):.2f}×")
+    table = "\n".join(lines)
+    print(table)
+    plot(results, budget, base / "search.svg")
+    (base / "search.md").write_text(f"# Search yardstick: {', '.join(choosers)}, {a.seeds} seeds × {a.budget}, engines {a.engines}\n\n"
+                                    f"{table}\n\n![root causes over time](search.svg)\n")
+    print(f"wrote {base / 'search.md'} and {base / 'search.svg'}")
+
+
+if __name__ == "__main__":
+    main()
