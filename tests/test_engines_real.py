@@ -98,3 +98,31 @@ def test_every_block_agrees_across_real_engines(corpus, tmp_path):
         pool.close()
     assert not unexpected, "\n".join(unexpected)
     assert not stale, "expected findings that changed (update EXPECTED):\n" + "\n".join(stale)
+
+
+def test_tensorflow_default_layout_mode_runs_nchw_models(tmp_path):
+    """onnx2tf's default conversion (NCHW→NHWC) as its own engine: it is fed channel-last inputs and its channel-last
+    outputs are transposed back, so a plain Conv model agrees with onnxruntime."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    from ofuzz.judging import Policy, judge_model
+
+    w = numpy_helper.from_array(np.random.default_rng(0).uniform(-1, 1, (4, 3, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], name="n0_Conv", pads=[1, 1, 1, 1]),
+                           helper.make_node("Relu", ["c"], ["y"], name="n1_Relu")], "g",
+                          [helper.make_tensor_value_info("x", 1, [1, 3, 6, 5])], [helper.make_tensor_value_info("y", 1, [1, 4, 6, 5])], [w])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    specs = resolve(["onnxruntime", "tensorflow-nhwc", "reference"])
+    if any(python_for(s) is None for s in specs):
+        if os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.fail("tensorflow environment not installed")
+        pytest.skip("tensorflow environment not installed")
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        j = judge_model(pool, model, path, {"x": np.random.default_rng(1).uniform(-1, 1, (1, 3, 6, 5)).astype(np.float32)},
+                        policy=Policy.default())
+    assert j.verdict.results["tensorflow-nhwc"].status == "DCP", j.verdict.results["tensorflow-nhwc"].outcome
