@@ -333,7 +333,25 @@ def _well_formed(model: onnx.ModelProto) -> bool:
     for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
         if any(d.HasField("dim_value") and d.dim_value == 0 for d in vi.type.tensor_type.shape.dim):
             return False
-    return True
+    return not any(_breaks_spec(n, inferred) for n in inferred.graph.node)
+
+
+def _breaks_spec(node: onnx.NodeProto, inferred: onnx.ModelProto) -> bool:
+    """Operator rules the ONNX spec states that neither its checker nor shape inference enforces; dropping or
+    halving an attribute can break them, and an engine that then refuses the model shows nothing about the finding."""
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    if node.op_type == "ConvTranspose" and attrs.get("output_padding"):
+        # "Each padding value in output_padding must be less than the corresponding stride/dilation dimension"
+        k = len(attrs["output_padding"])
+        strides = list(attrs.get("strides") or [1] * k)
+        dilations = list(attrs.get("dilations") or [1] * k)
+        return any(op >= max(st, dl) for op, st, dl in zip(attrs["output_padding"], strides, dilations))
+    if node.op_type == "Mod" and not attrs.get("fmod"):
+        # "If the input type is floating point, then fmod attribute must be set to 1"
+        types = {vi.name: vi.type.tensor_type.elem_type for vi in [*inferred.graph.input, *inferred.graph.value_info]}
+        types.update({t.name: t.data_type for t in inferred.graph.initializer})
+        return any(types.get(i) in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16) for i in node.input)
+    return False
 
 
 def _digest(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> str:

@@ -70,3 +70,20 @@ def test_exported_repro_reproduces_in_a_fresh_process(tmp_path):
     for f in ("repro.py", "engine_adapter.py"):
         text = (out / f).read_text()
         assert "import ofuzz" not in text and "from ofuzz" not in text
+
+
+def test_candidates_breaking_spec_rules_the_checker_misses_are_rejected():
+    """Dropping `strides` leaves output_padding >= stride; dropping Mod's fmod=1 on floats: both pass onnx's checker."""
+    from onnx import helper
+
+    from ofuzz.reduce import _well_formed
+
+    def model(node, a=(1, 2, 4, 4), b=(2, 2, 3, 3)):
+        g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, list(a)), helper.make_tensor_value_info("w", 1, list(b))],
+                              [helper.make_tensor_value_info("y", 1, None)])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+    assert _well_formed(model(helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], output_padding=[1, 1])))
+    assert not _well_formed(model(helper.make_node("ConvTranspose", ["x", "w"], ["y"], output_padding=[1, 1])))
+    assert _well_formed(model(helper.make_node("Mod", ["x", "w"], ["y"], fmod=1), (2, 3), (2, 3)))
+    assert not _well_formed(model(helper.make_node("Mod", ["x", "w"], ["y"]), (2, 3), (2, 3)))
