@@ -15,7 +15,7 @@ engines: setup
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[test,ray]"
 	touch $(STAMP)
 
 test: engines

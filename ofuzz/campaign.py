@@ -8,14 +8,11 @@ worker pipes, so the engines keep the machine's cores busy.
 """
 from __future__ import annotations
 
-import os
 import resource
-import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from queue import Queue
 from typing import Any, Callable
 
 import numpy as np
@@ -25,8 +22,8 @@ from ofuzz.blocks import Corpus
 from ofuzz.coverage import Coverage, OpRecord
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one
-from ofuzz.judging import Judged, Policy, judge_model
-from ofuzz.runner import EnginePool
+from ofuzz.judging import Judged, Policy
+from ofuzz.judges import JudgeLost, Judges, LocalPools
 from ofuzz.store import Store
 
 
@@ -84,7 +81,7 @@ class Pending:
 
 class Campaign:
     def __init__(self, corpus: Corpus, specs: list[EngineSpec], opts: CampaignOptions, out: Path, resume: bool = False,
-                 known_gaps: set[str] | None = None) -> None:
+                 known_gaps: set[str] | None = None, judges: Judges | None = None) -> None:
         self.corpus, self.specs, self.opts = corpus, specs, opts
         self.store = Store(out)
         self.out = Path(out)
@@ -122,9 +119,9 @@ class Campaign:
             self.store.set_meta("corpus", sorted(corpus.blocks))
         self.todo = self._indices(done)
         self.stop_reason = ""
-        self._stopping = threading.Event()
-        self.pools: list[EnginePool] = []
-        self._idle: Queue[EnginePool] = Queue()  # pools not judging a model right now
+        # where models are judged: engine pools in threads here (default) or Ray actors (ofuzz.distributed)
+        self.judges: Judges = judges or LocalPools(specs, self.out / "work", opts.timeout, opts.workers, self.policy)
+        self.redone = 0  # models judged again because their judge died in flight
         self.versions: dict[str, Any] = {}  # engine -> version, known once the pools have started
         self.unavailable: dict[str, str] = {}  # engine -> why it could not start
         self.cpu_self = self.cpu_workers = 0.0  # CPU seconds of this process and of the engine workers, at the stop
@@ -173,16 +170,6 @@ class Campaign:
     def _save_files(self, m: GeneratedModel) -> Path:
         return m.save(self.out / "models")
 
-    def _judge(self, m: GeneratedModel, path: Path) -> tuple[Judged | None, float]:
-        pool = self._idle.get()
-        t0 = time.perf_counter()
-        try:
-            if self._stopping.is_set():
-                return None, 0.0
-            return judge_model(pool, m.model, path, m.inputs, self.opts.localise, self.policy, self._skips(m)), time.perf_counter() - t0
-        finally:
-            self._idle.put(pool)
-
     def _commit(self, p: "Pending", judged: Judged | None, judge_time: float) -> list[str]:
         """Record one model in one transaction: its engine runs, findings, coverage, chooser update and reward."""
         m = p.model
@@ -226,45 +213,42 @@ class Campaign:
                 self.stats.classes[f["detail"]["klass"]] = self.stats.classes.get(f["detail"]["klass"], 0) + 1
         return new
 
-    # -- the loop, as steps: start pools → (next model → dispatch)* → collect → stop pools ---------------------------
+    # -- the loop, as steps: start judges → (next model → dispatch)* → collect → stop judges ---------------------------
 
     def run(self, on_progress: Callable[["Campaign"], None] | None = None) -> None:
-        """Keep every engine pool busy with new models until the budget is spent; commit each verdict as it arrives."""
-        self._start_pools()
-        execu = ThreadPoolExecutor(max_workers=len(self.pools))
+        """Keep every judge busy with new models until the budget is spent; commit each verdict as it arrives."""
+        self._start_judges()
         pending: dict[Future[Any], Pending] = {}
         try:
             while True:
                 busy = time.perf_counter()
-                while len(pending) < len(self.pools) and self._budget_left():
+                while len(pending) < self.judges.capacity and self._budget_left():
                     p = self._next_model()
                     if p is not None:
-                        pending[self._dispatch(execu, p)] = p
+                        pending[self._dispatch(p)] = p
                 self.stats.own_time += time.perf_counter() - busy
                 if not pending:
                     break
                 done, _ = wait(list(pending), timeout=0.25, return_when=FIRST_COMPLETED)
                 busy = time.perf_counter()
                 for fut in done:
-                    self._collect(pending.pop(fut), fut)
+                    p = pending.pop(fut)
+                    if not self._collect(p, fut):
+                        pending[self._dispatch(p)] = p  # its judge died: the same model, judged again elsewhere
                 self.stats.own_time += time.perf_counter() - busy
                 if on_progress:
                     on_progress(self)
                 if self._past_hard_budget(pending):
                     break  # hard budget: do not wait for a slow engine
         finally:
-            self._stop_pools(execu)
+            self._stop_judges()
             if on_progress:
                 on_progress(self)
 
-    def _start_pools(self) -> None:
-        self.pools = [EnginePool(self.specs, self.out / "work" / f"pool{i}", self.opts.timeout) for i in range(max(1, self.opts.workers))]
-        for p in self.pools:
-            p.start()
-        for p in self.pools:
-            self._idle.put(p)
-        self.versions = self.pools[0].versions()
-        self.unavailable = dict(self.pools[0].unavailable)
+    def _start_judges(self) -> None:
+        self.versions, self.unavailable = self.judges.start()
+        if self.judges.infos:
+            self.store.set_meta("judges", {k: {"node": v["node"], "pid": v["pid"]} for k, v in self.judges.infos.items()})
         self.store.set_meta("versions", self.versions)
         self.store.set_meta("unavailable", self.unavailable)
 
@@ -288,48 +272,42 @@ class Campaign:
             return None
         return p
 
-    def _dispatch(self, execu: ThreadPoolExecutor, p: "Pending") -> Future[Any]:
-        p.path = self._save_files(p.model)
-        return execu.submit(self._judge, p.model, p.path)
+    def _dispatch(self, p: "Pending") -> Future[Any]:
+        if p.path is None:
+            p.path = self._save_files(p.model)
+        return self.judges.submit(p.model.model, p.path, p.model.inputs, self.opts.localise, self._skips(p.model))
 
-    def _collect(self, p: "Pending", fut: Future[Any]) -> None:
-        judged, judge_time = fut.result()
+    def _collect(self, p: "Pending", fut: Future[Any]) -> bool:
+        """Commit a verdict; False when the model must be judged again (its judge died with it in flight)."""
+        try:
+            judged, judge_time = fut.result()
+        except JudgeLost:
+            self.redone += 1
+            return False
         if judged is None:
-            return
+            return True
         self.stats.run += 1
         self.session_run += 1
         self._commit(p, judged, judge_time)
         if not p.kept and not self._is_finding_model(p.model.id):  # keep files only of tests and findings
             for ext in (".onnx", ".inputs.npz", ".json"):
                 (self.out / "models" / f"{p.model.id}{ext}").unlink(missing_ok=True)
+        return True
 
     def _past_hard_budget(self, pending: dict[Future[Any], "Pending"]) -> bool:
         return (not self._budget_left() and bool(pending) and self.opts.budget is not None
                 and self.stats.elapsed > self.opts.budget + 2)
 
-    def _stop_pools(self, execu: ThreadPoolExecutor) -> None:
-        self._stopping.set()
-        self.cpu_workers = sum(_cpu_seconds(w.proc.pid) for p in self.pools for w in p.workers.values() if w.proc is not None)
-        for p in self.pools:
-            p.close()
+    def _stop_judges(self) -> None:
+        self.cpu_workers = self.judges.close()
         ru = resource.getrusage(resource.RUSAGE_SELF)
         self.cpu_self = ru.ru_utime + ru.ru_stime
-        execu.shutdown(wait=False, cancel_futures=True)
         self.store.set_meta("last_stop", {"reason": self.stop_reason, "at": time.time(), "elapsed": self.stats.elapsed,
                                           "own_time": self.stats.own_time, "cpu_self": self.cpu_self,
-                                          "cpu_workers_alive": self.cpu_workers})
+                                          "cpu_workers_alive": self.cpu_workers, "redone": self.redone})
 
     def _is_finding_model(self, model_id: str) -> bool:
         return self.store.is_finding_model(model_id)
 
     def close(self) -> None:
         self.store.close()
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of a live process and its waited-for children (from /proc), 0 if it is gone."""
-    try:
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0

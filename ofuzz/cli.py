@@ -272,6 +272,8 @@ def _progress_table(c) -> Table:
     t.add_row("unique signatures", f"{s.unique}  (" + ", ".join(f"{k} {n}" for k, n in sorted(s.classes.items())) + "; triage after the budget clusters them into root causes)")
     if c.unavailable:
         t.add_row("skipped engines", "; ".join(f"{k}: {v}" for k, v in c.unavailable.items()))
+    if c.judges.status():
+        t.add_row("judges", c.judges.status())
     return t
 
 
@@ -296,6 +298,8 @@ def campaign(
     reduce: bool = typer.Option(True, "--reduce/--no-reduce", help="After the budget, reduce and export each unique finding (repros/<id>)."),
     reduce_time: Optional[str] = typer.Option(None, help="Time cap for that export phase (default: none, every finding is exported; `ofuzz repro --all` finishes a capped one)."),
     known: Optional[Path] = typer.Option(None, "--known", help="Known-bugs store: root causes found there are reported as known, not new."),
+    ray: Optional[str] = typer.Option(None, "--ray", help="Judge on Ray actors: 'local' (start or join Ray on this machine), 'auto' or ray://HOST:PORT (a cluster). Needs the extra: pip install 'ofuzz[ray]'."),
+    actors: int = typer.Option(0, "--actors", help="With --ray: engine-pool actors (default: the cluster's CPUs)."),
 ) -> None:
     """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""
     import os
@@ -343,7 +347,8 @@ def campaign(
     known_gaps = kb.known_gaps() if kb else set()
     if kb:
         kb.close()
-    c = Campaign(_corpus(None), specs, opts, out, resume=resume is not None, known_gaps=known_gaps)
+    judges = _ray_judges(ray, actors, specs, opts.timeout) if ray else None
+    c = Campaign(_corpus(None), specs, opts, out, resume=resume is not None, known_gaps=known_gaps, judges=judges)
     interrupted = False
     last = [0.0]
     with Live(_progress_table(c), console=console, refresh_per_second=2, transient=False) as live:
@@ -372,6 +377,21 @@ def campaign(
         path = write_report(out)
         console.print(f"report: {path}")
         print(path)
+
+
+def _ray_judges(address: str, actors: int, specs: list, timeout: Optional[float]):
+    """Connect to Ray and describe the actors (they start with the campaign)."""
+    from ofuzz.distributed import DistributedError, RayActors, connect
+
+    try:
+        connect(address)
+        import ray
+
+        n = actors or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    except DistributedError as exc:
+        fail(str(exc))
+    console.print(f"judging on {n} Ray actors ({address})")
+    return RayActors(specs, timeout, n)
 
 
 def _export_with_progress(out: Path, specs: list, per_finding: float, cap: float | None, workers: int) -> None:
@@ -638,6 +658,7 @@ def _degs(s: frozenset[int]) -> str:
 
 
 def main() -> None:
+    from ofuzz.distributed import DistributedError
     from ofuzz.known import KnownError
     from ofuzz.noise import NoiseError
     from ofuzz.precision import ToleranceError
@@ -647,7 +668,7 @@ def main() -> None:
         app()
     except BrokenPipeError:
         sys.exit(0)
-    except (StoreError, KnownError, NoiseError, ToleranceError, CorpusError) as exc:  # bad input: one line, no traceback
+    except (StoreError, KnownError, NoiseError, ToleranceError, CorpusError, DistributedError) as exc:  # bad input: one line, no traceback
         console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)
 

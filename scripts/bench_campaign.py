@@ -50,7 +50,7 @@ def main() -> None:
         while marks and c.stats.generated >= marks[0]:
             m = marks.pop(0)
             workers: dict[str, float] = {}
-            for pool in c.pools:
+            for pool in getattr(c.judges, "pools", []):
                 for w in pool.workers.values():
                     if w.proc is not None:
                         workers[w.spec.name] = max(workers.get(w.spec.name, 0.0), rss_mb(w.proc.pid))

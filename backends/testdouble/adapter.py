@@ -41,13 +41,14 @@ _VALUE_FAULTS = {"wrong": None, "offby": 1.005, "perturb": 1 + 2e-6}
 
 class TestDoubleEngine:
 
-    def __init__(self, faults: dict[str, str] | None = None) -> None:
+    def __init__(self, faults: dict[str, str] | None = None, latency: float = 0.0) -> None:
         import onnx
         from onnx.reference import ReferenceEvaluator
         from onnx.reference.op_run import OpRun
 
         self.onnx, self.Evaluator, self.OpRun = onnx, ReferenceEvaluator, OpRun
         self.faults = dict(faults or {})
+        self.latency = float(latency)  # seconds slept per run: a latency-bound engine, to measure scaling without using cores
 
     def version(self) -> str:
         return f"testdouble (onnx {self.onnx.__version__})"
@@ -86,6 +87,8 @@ class TestDoubleEngine:
         self.ev = self.Evaluator(model, new_ops=new_ops or None)
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self.latency:
+            time.sleep(self.latency)
         for op, spec in self.faults.items():
             stage, _, kind = spec.partition(":")
             if op in self.ops and stage == "run" and kind not in _VALUE_FAULTS:

@@ -1,0 +1,178 @@
+"""Campaigns on a Ray cluster (`ofuzz campaign --ray ADDRESS`): each Ray actor owns one long-lived engine pool.
+
+Ray is an optional extra (`pip install 'ofuzz[ray]'`). The driver keeps generation, coverage, the chooser, the store,
+the display and the budget; actors only judge. Each actor starts an `EnginePool` on its node (the same worker processes
+and per-engine environments as a local campaign, so every node needs ofuzz at the same version and the engines'
+environments: `ofuzz engines --install all` on each node, or shared storage). An actor that dies with models in flight
+(its node went away, it was killed) fails their futures with `JudgeLost`; the campaign judges them again on another
+actor and says so in the display; engine crashes stay inside the actor's pool as they do locally.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import threading
+import uuid
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ofuzz.engines.registry import EngineSpec
+from ofuzz.judges import JudgeLost
+from ofuzz.judging import Judged, Policy
+
+NAMESPACE = "ofuzz"
+INSTALL_HINT = "Ray is not installed; install the extra: pip install 'ofuzz[ray]'"
+
+
+class DistributedError(RuntimeError):
+    """The cluster cannot run this campaign; the message names the node and the engine, or what to install."""
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise DistributedError(INSTALL_HINT) from None
+    return ray
+
+
+def connect(address: str) -> None:
+    """'local': start (or reuse) a Ray instance on this machine; 'auto' or 'ray://host:port' or 'host:port': join."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no telemetry from ofuzz's side
+    ray = _ray()
+    if ray.is_initialized():
+        return
+    kwargs: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": False, "include_dashboard": False}
+    try:
+        if address == "local":
+            ray.init(_node_ip_address="127.0.0.1", **kwargs)  # a private instance: nothing listens beyond this machine
+        else:
+            kwargs.pop("include_dashboard")
+            ray.init(address=address, **kwargs)
+    except Exception as exc:  # noqa: BLE001  (Ray raises many types; the user needs one line)
+        raise DistributedError(f"cannot reach Ray at {address!r}: {str(exc).strip().splitlines()[0][:200]}") from None
+
+
+class PoolActor:
+    """One engine pool on one node (wrapped by ray.remote at run time, so importing this module needs no Ray)."""
+
+    def __init__(self, specs: list[dict[str, Any]], timeout: float | None, root: str | None = None) -> None:
+        from ofuzz.runner import EnginePool
+
+        base = Path(root or tempfile.gettempdir()) / f"ofuzz-actor-{uuid.uuid4().hex[:8]}"
+        self.work = base
+        self.pool = EnginePool([EngineSpec(**s) for s in specs], base, timeout)
+        self.pool.start()
+        self.policy = Policy.default()
+        self.node = socket.gethostname()
+
+    def info(self) -> dict[str, Any]:
+        return {"node": self.node, "pid": os.getpid(), "versions": self.pool.versions(), "unavailable": dict(self.pool.unavailable)}
+
+    def judge(self, model_bytes: bytes, inputs: dict[str, np.ndarray], localise: bool, skips: dict[str, str]) -> tuple[Judged, float]:
+        from ofuzz.judges import judge_bytes
+
+        return judge_bytes(self.pool, self.work, model_bytes, inputs, localise, self.policy, skips)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class RayActors:
+    """The campaign's judges as Ray actors: `actors` of them, each with up to `window` models in flight."""
+
+    def __init__(self, specs: list[EngineSpec], timeout: float | None, actors: int, window: int = 2,
+                 cpus_per_actor: float = 1.0, prefix: str | None = None) -> None:
+        self.specs, self.timeout, self.n, self.window, self.cpus = specs, timeout, max(1, actors), max(1, window), cpus_per_actor
+        self.prefix = prefix or f"ofuzz-judge-{uuid.uuid4().hex[:6]}"
+        self.actors: dict[str, Any] = {}  # name -> handle, alive only
+        self.closed = False
+        self.inflight: dict[str, int] = {}
+        self.lost: dict[str, str] = {}
+        self.infos: dict[str, dict[str, Any]] = {}  # name -> node, pid, versions (from each actor at start-up)
+        self.lock = threading.Lock()
+
+    def start(self) -> tuple[dict[str, str], dict[str, str]]:
+        ray = _ray()
+        remote = ray.remote(num_cpus=self.cpus, max_restarts=0, max_task_retries=0)(PoolActor)
+        fields = [dict(vars(s)) for s in self.specs]
+        for i in range(self.n):
+            name = f"{self.prefix}-{i}"
+            self.actors[name] = remote.options(name=name, namespace=NAMESPACE).remote(fields, self.timeout)
+            self.inflight[name] = 0
+        infos = {}
+        for name, h in list(self.actors.items()):
+            try:
+                infos[name] = ray.get(h.info.remote())
+            except Exception as exc:  # noqa: BLE001
+                raise DistributedError(f"actor {name} did not start: {str(exc).strip().splitlines()[-1][:200]}") from None
+        return self._check(infos)
+
+    def _check(self, infos: dict[str, dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
+        """An engine unavailable on every node is skipped (as locally); on some nodes only, it is an error naming them."""
+        names = [s.name for s in self.specs]
+        everywhere = {e for e in names if all(e in i["unavailable"] for i in infos.values())}
+        for name, i in infos.items():
+            for e, why in i["unavailable"].items():
+                if e not in everywhere:
+                    raise DistributedError(f"node {i['node']} ({name}): engine {e} is unavailable there ({why}); "
+                                           f"run `ofuzz engines --install {e}` on that node, or leave {e} out of --engines")
+        self.infos = infos
+        first = next(iter(infos.values()))
+        return first["versions"], {e: first["unavailable"][e] for e in everywhere}
+
+    @property
+    def capacity(self) -> int:
+        return len(self.actors) * self.window
+
+    def submit(self, model: onnx.ModelProto, path: Path, inputs: dict[str, np.ndarray], localise: bool,
+               skips: dict[str, str]) -> "Future[tuple[Judged | None, float]]":
+        out: Future[tuple[Judged | None, float]] = Future()
+        with self.lock:
+            if not self.actors:
+                raise DistributedError("every Ray actor of this campaign is gone; " + "; ".join(f"{k}: {v}" for k, v in self.lost.items()))
+            name = min(self.actors, key=lambda a: self.inflight[a])
+            self.inflight[name] += 1
+            handle = self.actors[name]
+        ref = handle.judge.remote(model.SerializeToString(), inputs, localise, skips)
+
+        def done(f: Future[Any]) -> None:
+            with self.lock:
+                self.inflight[name] = max(0, self.inflight.get(name, 1) - 1)
+            try:
+                out.set_result(f.result())
+            except Exception as exc:  # noqa: BLE001  (the actor died: RayActorError, ActorDiedError, ...)
+                with self.lock:
+                    if name in self.actors:
+                        del self.actors[name]
+                        self.lost[name] = type(exc).__name__
+                out.set_exception(JudgeLost(f"{name}: {type(exc).__name__}"))
+
+        ref.future().add_done_callback(done)
+        return out
+
+    def status(self) -> str:
+        if self.closed:
+            return f"{self.n} Ray actors, stopped" + (f"; lost during the run: {', '.join(self.lost)}" if self.lost else "")
+        alive = len(self.actors)
+        return f"{alive} of {self.n} actors alive" + (f"; lost: {', '.join(self.lost)} (their models were judged again)" if self.lost else "")
+
+    def close(self) -> float:
+        ray = _ray()
+        for h in list(self.actors.values()):
+            try:
+                ray.get(h.close.remote(), timeout=30)
+            except Exception:  # noqa: BLE001
+                pass
+            try:
+                ray.kill(h)
+            except Exception:  # noqa: BLE001
+                pass
+        self.actors.clear()
+        self.closed = True
+        return 0.0
