@@ -121,7 +121,8 @@ def test_findings_report_and_testdouble_faults_are_recorded(tmp_path):
     # the test double runs on the reference evaluator, so it also inherits the reference's own failures (the reference
     # fails on those repros too: it has no outputs there)
     seeded = [r for r in roots if set(r["key"]["ops"]) & faults]
-    assert seeded and all(not (out / r["repro"] / "reference.outputs.npz").is_file() for r in roots if r not in seeded), roots
+    assert seeded and all(not (out / r["repro"] / "reference.outputs.npz").is_file() for r in roots if r not in seeded), \
+        [(r["key"], r["repro"]) for r in roots if r not in seeded]
     for r in roots:
         assert (out / r["repro"] / "repro.py").is_file() and r["repro_check"].startswith("reproduced"), r
     single = [r for r in seeded if len(r["key"]["ops"]) == 1]
