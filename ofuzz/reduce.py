@@ -118,6 +118,15 @@ class Reducer:
         self.cache[key] = ok
         return ok
 
+    def _still_valid(self, j: Judged) -> bool:
+        """The candidate is a valid model that shows only the target: the engines that agreed on the original still run
+        it and agree — at least two of their families (or all, if fewer). Requiring every one of them rejected reductions
+        where a third engine has a defect of its own on the smaller model (MNN's negative GatherElements indices kept a
+        TensorFlow repro at 29 nodes); two independent implementations agreeing is the witness that the model is valid."""
+        fams = getattr(self.pool, "families", {}) or {}
+        wanted = {fams.get(e, e) for e in self.must_agree if e not in j.verdict.excluded}
+        return len(_families_agreeing(j, self.must_agree, fams)) >= min(2, len(wanted))
+
     def _judge(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> bool:
         self.checks += 1
         with tempfile.TemporaryDirectory(dir=self.pool.root) as d:
@@ -126,11 +135,15 @@ class Reducer:
             j = judge_model(self.pool, model, path, feeds, policy=self.policy, skip=self.skip)
         if not any(self.target.matches(f) for f in j.findings):
             return False
-        results = j.verdict.results
-        ok = all(e in results and results[e].status == DCP for e in self.must_agree if e not in j.verdict.excluded)
+        ok = self._still_valid(j)
         if ok and not self.skip:
             self.accepted = {_digest(model, feeds): j}  # only the latest: it is the current model
         return ok
+
+
+def _families_agreeing(j: Judged, engines: set[str], families: dict[str, str]) -> set[str]:
+    res = j.verdict.results
+    return {families.get(e, e) for e in engines if e in res and res[e].status == DCP and e not in j.verdict.excluded}
 
 
 def reduce_model(

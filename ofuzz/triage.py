@@ -127,6 +127,9 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     info = write_repro(out, pool, spec_by_name, {**finding, "op": hit.op or finding.get("op")}, red_model, red_feeds, reduction, policy,
                        {**base, "pre_key": key}, red_judged)
     info["root"] = _root_key(engine, hit, judged, info, red_model, red_feeds).to_json()
+    if str(info.get("repro_check", "")).startswith("not reproduced"):
+        # the exported repro, run on its own, does not show it: not counted as a bug (the folder stays, to look at)
+        info["klass"], info["unconfirmed_because"] = UNCONFIRMED, "repro.py does not reproduce it in a fresh process"
     info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2)})
     return _record(out, info)
 

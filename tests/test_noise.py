@@ -270,6 +270,9 @@ REFERENCE_GAPS = [
     ("gridsample-opset16-modes", node("GridSample", 2, mode="bilinear"), [X4, np.zeros((1, 2, 2, 2), F)], 17),
     ("globallppool-missing", node("GlobalLpPool"), [X4], 17),
     ("dequantizelinear-below-19", node("DequantizeLinear", 2), [np.ones(3, np.uint8), np.array(0.1, F)], 17),
+    ("gatherelements-negative-axis", node("GatherElements", 2, axis=-1), [X4, np.zeros((1, 2, 4, 2), np.int64)], 17),
+    ("convtranspose-output-shape", node("ConvTranspose", 2, output_shape=[5, 5]), [X4, np.ones((2, 1, 2, 2), F)], 17),
+    ("clip-default-max-inf", node("Clip", 2), [np.array([1.0, np.inf], F), np.array(0.0, F)], 17),
 ]
 NEAR_MISSES = [
     ("lpnormalization-p1", node("LpNormalization", p=2), [X4], 17),
@@ -287,6 +290,10 @@ NEAR_MISSES = [
     ("gridsample-opset16-modes", node("GridSample", 2, mode="nearest"), [X4, np.zeros((1, 2, 2, 2), F)], 17),
     ("globallppool-missing", node("GlobalAveragePool"), [X4], 17),
     ("dequantizelinear-below-19", node("DequantizeLinear", 2), [np.ones(3, np.uint8), np.array(0.1, F)], 19),
+    ("gatherelements-negative-axis", node("GatherElements", 2, axis=3), [X4, np.zeros((1, 2, 4, 2), np.int64)], 17),
+    ("convtranspose-output-shape", node("ConvTranspose", 2), [X4, np.ones((2, 1, 2, 2), F)], 17),
+    ("clip-default-max-inf", node("Clip", 3), [np.array([1.0, np.inf], F), np.array(0.0, F), np.array(0.5, F)], 17),
+    ("clip-default-max-inf", node("Clip", 2), [np.array([1.0, 2.0], F), np.array(0.0, F)], 17),
 ]
 
 

@@ -74,7 +74,7 @@ class MNNEngine:
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         F = self.MNN.expr
-        ys = self.net.forward([self._const(np.ascontiguousarray(feeds[n])) for n in self.inputs])
+        ys = self.net.forward([self._const(np.array(feeds[n], order="C")) for n in self.inputs])  # keeps 0-d inputs 0-d (ascontiguousarray makes them (1,))
         if not isinstance(ys, (list, tuple)):
             ys = [ys]
         if len(ys) != len(self.outputs):
