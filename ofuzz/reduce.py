@@ -29,7 +29,7 @@ import onnx
 
 from ofuzz import onnx_guard
 from ofuzz.cut import submodel
-from ofuzz.judging import BUG, Finding, Judged, Policy, judge_model
+from ofuzz.judging import BUG, Finding, Judged, Policy, declared_shapes, judge_model
 from ofuzz.localise import expose_intermediates
 from ofuzz.oracle import DCP
 from ofuzz.runner import EnginePool
@@ -135,10 +135,21 @@ class Reducer:
             j = judge_model(self.pool, model, path, feeds, policy=self.policy, skip=self.skip)
         if not any(self.target.matches(f) for f in j.findings):
             return False
-        ok = self._still_valid(j)
+        ok = self._still_valid(j) and _some_engine_matches_declared(j, declared_shapes(model))
         if ok and not self.skip:
             self.accepted = {_digest(model, feeds): j}  # only the latest: it is the current model
         return ok
+
+
+def _some_engine_matches_declared(j: Judged, declared: dict[str, tuple[int, ...]]) -> bool:
+    """False when every engine that ran the candidate disagrees with an output shape the model declares (ONNX
+    inference): shape inference passed a model the operators cannot compute as declared (halving PRelu's input to [1]
+    while its slope stays [2]), so the candidate is not a valid model, whatever the engines then do."""
+    ran = [r.outcome.outputs for r in j.verdict.results.values() if r.outcome is not None and r.outcome.ok and r.outcome.outputs]
+    if not ran:
+        return True
+    return all(any(tuple(np.shape(o[name])) == shape for o in ran if name in o) for name, shape in declared.items()
+               if any(name in o for o in ran))
 
 
 def _families_agreeing(j: Judged, engines: set[str], families: dict[str, str]) -> set[str]:
@@ -191,6 +202,7 @@ def _shrink(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
             cur = _run_pass(r, "cut_to_node", cut_to_node, cur, values, start_node if round_ == 0 else None)
             cur = _run_pass(r, "ddmin_nodes", ddmin_nodes, cur, values)
             cur, one_min = _run_pass(r, "one_minimal", one_minimal, cur, values)
+            cur = _run_pass(r, "bypass_nodes", bypass_nodes, cur, values)
         for name, fn in (("drop_attributes", drop_attributes), ("simplify_values", simplify_values), ("halve_shapes", halve_shapes)):
             cur = _run_pass(r, name, fn, cur)
         if _digest(*cur) == before or r.out_of_time():
@@ -273,6 +285,41 @@ def one_minimal(r: Reducer, cur: State, values: dict[str, np.ndarray]) -> tuple[
                 items, best, changed = rest, got, True
                 break
     return best, True
+
+
+def bypass_nodes(r: Reducer, cur: State, values: dict[str, np.ndarray]) -> State:
+    """Remove a node inside a chain by wiring its input straight to its consumers, where the shapes and types match.
+    Cutting a node feeds its consumers the node's own output values; bypassing feeds them its input's, which is what a
+    repro without that node would see (hand triage #3: a Celu between the input and an Expand→Equal that alone fails)."""
+    model, feeds = cur
+    outputs = {o.name for o in model.graph.output}
+    i = len(model.graph.node) - 1
+    while i >= 0 and len(model.graph.node) > 1 and not r.out_of_time():
+        node = model.graph.node[i]
+        out = node.output[0] if node.output else ""
+        src = next((t for t in node.input if t and out in values and t in values and values[t].shape == values[out].shape
+                    and values[t].dtype == values[out].dtype), None)
+        if src is not None and out not in outputs and len(node.output) == 1:
+            cand = onnx.ModelProto()
+            cand.CopyFrom(model)
+            del cand.graph.node[i]
+            for n in cand.graph.node:
+                for k, name in enumerate(n.input):
+                    if name == out:
+                        n.input[k] = src
+            used = {t for n in cand.graph.node for t in n.input}
+            keep_inits = [t for t in cand.graph.initializer if t.name in used]
+            del cand.graph.initializer[:]
+            cand.graph.initializer.extend(keep_inits)
+            kept_inputs = [vi for vi in cand.graph.input if vi.name in used or vi.name in outputs]
+            del cand.graph.input[:]
+            cand.graph.input.extend(kept_inputs)
+            cand_feeds = {k: v for k, v in feeds.items() if any(vi.name == k for vi in kept_inputs)}
+            if r.consider(cand, cand_feeds):
+                r.log.append(f"bypassed {node.name} ({node.op_type})")
+                model, feeds = cand, cand_feeds
+        i -= 1
+    return model, feeds
 
 
 def drop_attributes(r: Reducer, cur: State) -> State:

@@ -117,9 +117,15 @@ WELL_REDUCED = 3  # nodes
 
 
 def coarsen(key: RootKey, nodes: int, message: str) -> RootKey:
-    """A failure (IF/MCF) whose repro stayed large is keyed by its normalised message, not its operators:
-    an unreduced repro's operator set is mostly bystanders, and keying on it split one converter defect
-    into dozens of 'root causes' (217 for TensorFlow in a 30-minute campaign)."""
-    if key.status == "DCF" or nodes <= WELL_REDUCED:
+    """The key of a failure (IF/MCF) is what fails and how, not every attribute its repro kept.
+
+    A repro that stayed large is keyed by its normalised message alone: an unreduced repro's operator set is mostly
+    bystanders, and keying on it split one converter defect into dozens of 'root causes' (217 for TensorFlow in a
+    30-minute campaign). A well-reduced one is keyed by its operators, its string modes (mode=bicubic is often the
+    point) and its normalised message; numeric attributes and value traits are left out, since a converter that
+    crashes on LSTM crashes with or without `direction` (hand triage #3 found such pairs as duplicates)."""
+    if key.status == "DCF":
         return key
-    return RootKey(key.engine, key.status, key.failure, (), (), (), message)
+    if nodes > WELL_REDUCED:
+        return RootKey(key.engine, key.status, key.failure, (), (), (), message)
+    return RootKey(key.engine, key.status, key.failure, key.ops, tuple(a for a in key.attrs if "=" in a), (), message)

@@ -126,3 +126,28 @@ def test_tensorflow_default_layout_mode_runs_nchw_models(tmp_path):
         j = judge_model(pool, model, path, {"x": np.random.default_rng(1).uniform(-1, 1, (1, 3, 6, 5)).astype(np.float32)},
                         policy=Policy.default())
     assert j.verdict.results["tensorflow-nhwc"].status == "DCP", j.verdict.results["tensorflow-nhwc"].outcome
+
+
+def test_mnn_keeps_scalar_inputs_scalar(tmp_path):
+    """A 0-d input stays 0-d on its way into MNN (np.ascontiguousarray made it (1,), and MNN's output then
+    contradicted the declared scalar: a false shape finding)."""
+    import numpy as np
+    import onnx
+    from onnx import helper
+
+    from ofuzz.judging import Policy, judge_model
+
+    g = helper.make_graph([helper.make_node("Exp", ["x"], ["y"], name="n0_Exp")], "g", [helper.make_tensor_value_info("x", 1, [])],
+                          [helper.make_tensor_value_info("y", 1, [])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    specs = resolve(["onnxruntime", "mnn", "reference"])
+    if any(python_for(s) is None for s in specs):
+        if os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.fail("mnn environment not installed")
+        pytest.skip("mnn environment not installed")
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        j = judge_model(pool, model, path, {"x": np.array(0.5, np.float32)}, policy=Policy.default())
+    assert j.verdict.results["mnn"].status == "DCP" and j.verdict.results["mnn"].outcome.outputs["y"].shape == ()

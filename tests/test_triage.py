@@ -135,7 +135,11 @@ def test_an_unreduced_failure_is_keyed_by_its_message_not_its_bystander_operator
     b = RootKey("tensorflow", "MCF", "exception:ValueError", ("Conv", "Max", "Mean", "Relu"), (), ())
     msg = 'Exception encountered when calling layer "tf.math.minimum"'
     assert coarsen(a, 5, msg) == coarsen(b, 4, msg) and coarsen(a, 5, msg).message == msg
-    small = RootKey("tensorflow", "MCF", "exception:ValueError", ("ArgMin",), (), ())
-    assert coarsen(small, 1, msg) == small  # a well-reduced repro keeps its operators
+    small = RootKey("tensorflow", "MCF", "exception:ValueError", ("ArgMin",), ("ArgMin.keepdims", "ArgMin.select_last_index"), ())
+    kept = coarsen(small, 1, msg)  # a well-reduced repro keeps its operators and message; numeric attributes go
+    assert kept.ops == ("ArgMin",) and kept.message == msg and kept.attrs == ()
+    assert kept == coarsen(RootKey("tensorflow", "MCF", "exception:ValueError", ("ArgMin",), ("ArgMin.select_last_index",), ()), 1, msg)
+    mode = RootKey("tensorflow", "MCF", "exception:SystemExit", ("GridSample",), ("GridSample.mode=bicubic",), ())
+    assert coarsen(mode, 1, "").attrs == ("GridSample.mode=bicubic",)  # a string mode is often the point
     dcf = RootKey("mnn", "DCF", "value", ("Add", "Mul", "Sub", "Tanh"), (), ())
     assert coarsen(dcf, 4, "") == dcf
