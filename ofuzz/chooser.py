@@ -1,4 +1,4 @@
-"""Block choosers (paper III.D): MCTS over operators with UCT, and a random baseline.
+"""Block choosers (paper III.D): MCTS over operators with UCT, a random baseline, and a Thompson-sampling bandit.
 
 The chosen path's blocks are *preferred* by the generator: a node takes a
 chosen block when one fits its in/out-degree, any corpus block otherwise.
@@ -145,9 +145,57 @@ class RandomChooser:
         return None
 
 
-def make_chooser(kind: str, corpus: Corpus, coverage: Coverage, rng: np.random.Generator, **kw: Any) -> MCTSChooser | RandomChooser:
+class BanditChooser:
+    """Thompson sampling over blocks by what their models yield (not a tree): each block keeps a Beta(1 + s, 1 + f)
+    belief that a model preferring it reveals something new, where a model's reward r (1 a new bug signature, 0.5 new
+    coverage, 0 nothing) adds r to s and 1 - r to f of every block it preferred. Each model prefers the k blocks
+    (k uniform in 1..tc1) with the highest sampled beliefs. Unlike MCTS, whose tree stops learning once OLC saturates
+    (every path then earns the same 0), a block keeps earning while it keeps finding new signatures."""
+
+    name = "bandit"
+
+    def __init__(self, corpus: Corpus, coverage: Coverage, rng: np.random.Generator, tc1: int = 10, **_: Any) -> None:
+        self.names = list(corpus.blocks)
+        self.rng, self.tc1 = rng, tc1
+        self.s = np.zeros(len(self.names))
+        self.f = np.zeros(len(self.names))
+        self.pending: dict[int, list[int]] = {}  # token -> block indices, until its reward comes back
+        self.next_token = 0
+        self.dirty: set[int] = set()
+
+    def choose(self) -> tuple[list[str], int]:
+        k = int(self.rng.integers(1, self.tc1 + 1))
+        theta = self.rng.beta(1 + self.s, 1 + self.f)
+        picked = [int(i) for i in np.argsort(-theta, kind="stable")[:k]]
+        token = self.next_token
+        self.next_token += 1
+        self.pending[token] = picked
+        return [self.names[i] for i in picked], token
+
+    def backprop(self, node_id: int | None, r: float) -> None:
+        for i in self.pending.pop(node_id, []) if node_id is not None else []:
+            self.s[i] += r
+            self.f[i] += 1 - r
+            self.dirty.add(i)
+
+    def state_delta(self) -> list[dict[str, Any]]:
+        out = [{"id": i, "block": self.names[i], "s": float(self.s[i]), "f": float(self.f[i])} for i in sorted(self.dirty)]
+        self.dirty.clear()
+        return out
+
+    def load(self, rows: list[dict[str, Any]]) -> None:
+        index = {n: i for i, n in enumerate(self.names)}
+        for r in rows:
+            if "s" in r and r.get("block") in index:
+                self.s[index[r["block"]]], self.f[index[r["block"]]] = r["s"], r["f"]
+
+
+def make_chooser(kind: str, corpus: Corpus, coverage: Coverage, rng: np.random.Generator,
+                 **kw: Any) -> MCTSChooser | RandomChooser | BanditChooser:
     if kind == "mcts":
         return MCTSChooser(corpus, coverage, rng, **kw)
     if kind == "random":
         return RandomChooser(corpus, coverage, rng, **kw)
-    raise ValueError(f"unknown chooser {kind!r}; use mcts or random")
+    if kind == "bandit":
+        return BanditChooser(corpus, coverage, rng, **kw)
+    raise ValueError(f"unknown chooser {kind!r}; use mcts, random or bandit")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 DEFAULT_ENGINES: tuple[str, ...] = ("onnxruntime", "tensorflow", "mnn", "reference")
 GRAPH_MODELS: tuple[str, ...] = ("ws", "rn", "mixed")  # Watts–Strogatz, random network, or half each
-CHOOSERS: tuple[str, ...] = ("mcts", "random")
+CHOOSERS: tuple[str, ...] = ("mcts", "random", "bandit")  # the default stays mcts until the yardstick says otherwise
 
 
 def parse_blocks(spec: str) -> tuple[int, int]:

@@ -63,3 +63,19 @@ def test_random_chooser_draws_blocks():
 
 def test_reward_definition():
     assert reward(True, False) == 1.0 and reward(False, True) == 0.5 and reward(False, False) == 0.0
+
+
+def test_bandit_learns_which_blocks_pay_and_survives_a_reload(corpus):
+    from ofuzz.chooser import BanditChooser
+
+    cov = Coverage.for_corpus(corpus)
+    b = BanditChooser(corpus, cov, np.random.default_rng(0), tc1=3)
+    good = "Sinh"
+    for _ in range(300):  # models preferring `good` reveal new findings, the rest nothing
+        blocks, token = b.choose()
+        b.backprop(token, 1.0 if good in blocks else 0.0)
+    picks = [b.choose()[0] for _ in range(100)]
+    assert sum(good in p for p in picks) > 80  # the posterior has learned it
+    again = BanditChooser(corpus, cov, np.random.default_rng(1), tc1=3)
+    again.load(b.state_delta())
+    assert sum(good in again.choose()[0] for _ in range(100)) > 80
