@@ -65,6 +65,16 @@ EXPECTED: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 
+def _installed_or_skip(names: list[str]) -> list:
+    specs = resolve(names)
+    missing = [s.name for s in specs if python_for(s) is None]
+    if missing and os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+        pytest.fail(f"engines not installed: {missing} (run `ofuzz engines --install all`)")
+    if missing:
+        pytest.skip(f"engines not installed: {missing}")
+    return specs
+
+
 def _pool_or_skip(tmp_path):
     specs = resolve(ENGINES)
     missing = [s.name for s in specs if python_for(s) is None]
@@ -116,11 +126,7 @@ def test_tensorflow_default_layout_mode_runs_nchw_models(tmp_path):
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     path = tmp_path / "m.onnx"
     onnx.save(model, str(path))
-    specs = resolve(["onnxruntime", "tensorflow-nhwc", "reference"])
-    if any(python_for(s) is None for s in specs):
-        if os.environ.get("OFUZZ_REQUIRE_ENGINES"):
-            pytest.fail("tensorflow environment not installed")
-        pytest.skip("tensorflow environment not installed")
+    specs = _installed_or_skip(["onnxruntime", "tensorflow-nhwc", "reference"])
     with EnginePool(specs, tmp_path / "pool") as pool:
         pool.start()
         j = judge_model(pool, model, path, {"x": np.random.default_rng(1).uniform(-1, 1, (1, 3, 6, 5)).astype(np.float32)},
@@ -142,11 +148,7 @@ def test_mnn_keeps_scalar_inputs_scalar(tmp_path):
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     path = tmp_path / "m.onnx"
     onnx.save(model, str(path))
-    specs = resolve(["onnxruntime", "mnn", "reference"])
-    if any(python_for(s) is None for s in specs):
-        if os.environ.get("OFUZZ_REQUIRE_ENGINES"):
-            pytest.fail("mnn environment not installed")
-        pytest.skip("mnn environment not installed")
+    specs = _installed_or_skip(["onnxruntime", "mnn", "reference"])
     with EnginePool(specs, tmp_path / "pool") as pool:
         pool.start()
         j = judge_model(pool, model, path, {"x": np.array(0.5, np.float32)}, policy=Policy.default())
