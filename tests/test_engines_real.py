@@ -75,6 +75,21 @@ def _installed_or_skip(names: list[str]) -> list:
     return specs
 
 
+def _judge_on(tmp_path, graph, engines: list[str], feeds: dict):
+    """One hand-built graph (opset 17) judged on real engines with the full policy."""
+    import onnx
+    from onnx import helper
+
+    from ofuzz.judging import Policy, judge_model
+
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    with EnginePool(_installed_or_skip(engines), tmp_path / "pool") as pool:
+        pool.start()
+        return judge_model(pool, model, path, feeds, policy=Policy.default())
+
+
 def _pool_or_skip(tmp_path):
     specs = resolve(ENGINES)
     missing = [s.name for s in specs if python_for(s) is None]
@@ -114,23 +129,14 @@ def test_tensorflow_default_layout_mode_runs_nchw_models(tmp_path):
     """onnx2tf's default conversion (NCHW→NHWC) as its own engine: it is fed channel-last inputs and its channel-last
     outputs are transposed back, so a plain Conv model agrees with onnxruntime."""
     import numpy as np
-    import onnx
     from onnx import helper, numpy_helper
 
-    from ofuzz.judging import Policy, judge_model
 
     w = numpy_helper.from_array(np.random.default_rng(0).uniform(-1, 1, (4, 3, 3, 3)).astype(np.float32), "w")
     g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], name="n0_Conv", pads=[1, 1, 1, 1]),
                            helper.make_node("Relu", ["c"], ["y"], name="n1_Relu")], "g",
                           [helper.make_tensor_value_info("x", 1, [1, 3, 6, 5])], [helper.make_tensor_value_info("y", 1, [1, 4, 6, 5])], [w])
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    path = tmp_path / "m.onnx"
-    onnx.save(model, str(path))
-    specs = _installed_or_skip(["onnxruntime", "tensorflow-nhwc", "reference"])
-    with EnginePool(specs, tmp_path / "pool") as pool:
-        pool.start()
-        j = judge_model(pool, model, path, {"x": np.random.default_rng(1).uniform(-1, 1, (1, 3, 6, 5)).astype(np.float32)},
-                        policy=Policy.default())
+    j = _judge_on(tmp_path, g, ["onnxruntime", "tensorflow-nhwc", "reference"], {"x": np.random.default_rng(1).uniform(-1, 1, (1, 3, 6, 5)).astype(np.float32)})
     assert j.verdict.results["tensorflow-nhwc"].status == "DCP", j.verdict.results["tensorflow-nhwc"].outcome
 
 
@@ -138,18 +144,10 @@ def test_mnn_keeps_scalar_inputs_scalar(tmp_path):
     """A 0-d input stays 0-d on its way into MNN (np.ascontiguousarray made it (1,), and MNN's output then
     contradicted the declared scalar: a false shape finding)."""
     import numpy as np
-    import onnx
     from onnx import helper
 
-    from ofuzz.judging import Policy, judge_model
 
     g = helper.make_graph([helper.make_node("Exp", ["x"], ["y"], name="n0_Exp")], "g", [helper.make_tensor_value_info("x", 1, [])],
                           [helper.make_tensor_value_info("y", 1, [])])
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    path = tmp_path / "m.onnx"
-    onnx.save(model, str(path))
-    specs = _installed_or_skip(["onnxruntime", "mnn", "reference"])
-    with EnginePool(specs, tmp_path / "pool") as pool:
-        pool.start()
-        j = judge_model(pool, model, path, {"x": np.array(0.5, np.float32)}, policy=Policy.default())
+    j = _judge_on(tmp_path, g, ["onnxruntime", "mnn", "reference"], {"x": np.array(0.5, np.float32)})
     assert j.verdict.results["mnn"].status == "DCP" and j.verdict.results["mnn"].outcome.outputs["y"].shape == ()
