@@ -20,6 +20,7 @@ import numpy as np
 from ofuzz.chooser import make_chooser, reward
 from ofuzz.blocks import Corpus
 from ofuzz.coverage import Coverage, OpRecord
+from ofuzz.fine_coverage import fine_keys
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one
 from ofuzz.judging import Judged, Policy
@@ -122,6 +123,7 @@ class Campaign:
         # where models are judged: engine pools in threads here (default) or Ray actors (ofuzz.distributed)
         self.judges: Judges = judges or LocalPools(specs, self.out / "work", opts.timeout, opts.workers, self.policy)
         self.redone = 0  # models judged again because their judge died in flight
+        self.fine_seen: set[str] = set()  # fine-grained coverage keys (engine|op|construct) compared so far (bandit reward)
         self.versions: dict[str, Any] = {}  # engine -> version, known once the pools have started
         self.unavailable: dict[str, str] = {}  # engine -> why it could not start
         self.cpu_self = self.cpu_workers = 0.0  # CPU seconds of this process and of the engine workers, at the stop
@@ -194,7 +196,13 @@ class Campaign:
                 f["detail"] = {**f.get("detail", {}), "model": m.id, "versions": self.versions, "klass": f.get("klass", "bug")}
         cov = self.coverage.metrics()
         fresh = {f["signature"] for f in findings if f["detail"]["klass"] == "bug"} - self.signatures  # drift or gaps are no reward
-        r = reward(bool(fresh), p.kept)
+        new_fine = False
+        if judged is not None and self.opts.chooser == "bandit":  # the paper's MCTS keeps the paper's reward
+            compared = [e for e, res in judged.verdict.results.items() if res.status in ("DCP", "DCF")]
+            keys = fine_keys(m.model, m.inputs, compared)
+            new_fine = not keys <= self.fine_seen
+            self.fine_seen |= keys
+        r = reward(bool(fresh), p.kept, new_fine)
         self.chooser.backprop(p.node, r)  # the tree's change is committed with this model
         new = self.store.commit_model(
             p.idx,

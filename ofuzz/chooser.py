@@ -22,10 +22,11 @@ from ofuzz.coverage import Coverage
 
 REWARD_FINDING = 1.0
 REWARD_COVERAGE = 0.5
+REWARD_FINE = 0.25  # bandit only: a construct some engine had not computed yet (ofuzz.fine_coverage), once OLC is flat
 
 
-def reward(new_finding: bool, new_coverage: bool) -> float:
-    return REWARD_FINDING if new_finding else REWARD_COVERAGE if new_coverage else 0.0
+def reward(new_finding: bool, new_coverage: bool, new_fine: bool = False) -> float:
+    return REWARD_FINDING if new_finding else REWARD_COVERAGE if new_coverage else REWARD_FINE if new_fine else 0.0
 
 
 @dataclass

@@ -272,6 +272,8 @@ def _progress_table(c) -> Table:
     t.add_row("unique signatures", f"{s.unique}  (" + ", ".join(f"{k} {n}" for k, n in sorted(s.classes.items())) + "; triage after the budget clusters them into root causes)")
     if c.unavailable:
         t.add_row("skipped engines", "; ".join(f"{k}: {v}" for k, v in c.unavailable.items()))
+    if c.fine_seen:
+        t.add_row("fine coverage", f"{len(c.fine_seen)} engine × operator × construct keys compared (the bandit's second reward)")
     if c.judges.status():
         t.add_row("judges", c.judges.status())
     return t

@@ -84,3 +84,20 @@ def test_incremental_work_is_proportional_to_the_model(corpus, monkeypatch):
         calls.clear()
         cov.add(recs)
         assert len(calls) == 2 * len([r for r in recs if r.op in cov.degrees])
+
+
+def test_fine_keys_see_attribute_values_defaults_types_and_input_values():
+    import numpy as np
+    from onnx import helper
+
+    from ofuzz.fine_coverage import fine_keys
+
+    n = helper.make_node("ArgMax", ["x"], ["y"], axis=-1)
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", 1, [2, 3])], [helper.make_tensor_value_info("y", 7, [2, 1])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    x = np.array([[1.0, np.nan, 1.0], [0.0, -2.0, 3.0]], np.float32)
+    keys = fine_keys(m, {"x": x}, ["mnn", "onnxruntime"])
+    for k in ("ArgMax|axis=-1", "ArgMax|keepdims=default", "ArgMax|select_last_index=default", "ArgMax|dtype=float32",
+              "ArgMax|rank=2", "ArgMax|values=nan", "ArgMax|values=negative", "ArgMax|values=zero", "ArgMax|values=ties"):
+        assert f"mnn|{k}" in keys and f"onnxruntime|{k}" in keys, k
+    assert fine_keys(m, {"x": x}, []) == set()  # nothing is covered for an engine that did not compare the model
