@@ -25,7 +25,7 @@ from ofuzz.engines.registry import EngineSpec
 from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one
 from ofuzz.judging import Judged, Policy
 from ofuzz.judges import JudgeLost, Judges, LocalPools
-from ofuzz.store import Store
+from ofuzz.store import FolderLock, Store
 
 
 @dataclass
@@ -84,6 +84,7 @@ class Campaign:
     def __init__(self, corpus: Corpus, specs: list[EngineSpec], opts: CampaignOptions, out: Path, resume: bool = False,
                  known_gaps: set[str] | None = None, judges: Judges | None = None) -> None:
         self.corpus, self.specs, self.opts = corpus, specs, opts
+        self.lock = FolderLock(Path(out))  # one writer per campaign folder
         self.store = Store(out)
         self.out = Path(out)
         self.coverage = Coverage.for_corpus(corpus, n_maxspc=opts.n_maxspc)
@@ -319,3 +320,4 @@ class Campaign:
 
     def close(self) -> None:
         self.store.close()
+        self.lock.release()

@@ -370,9 +370,15 @@ def campaign(
         raise typer.Exit(130)
     console.print(f"campaign stopped: {c.stop_reason or 'done'}; store: {out}/campaign.sqlite")
     if reduce:
+        from ofuzz.store import FolderLock
+
         cap = duration(reduce_time, "--reduce-time") if reduce_time else None
-        _export_with_progress(out, specs, opts.reduce_budget, cap, opts.workers)
-        _print_bugs(out, known, limit=15)
+        lock = FolderLock(out)
+        try:
+            _export_with_progress(out, specs, opts.reduce_budget, cap, opts.workers)
+            _print_bugs(out, known, limit=15)
+        finally:
+            lock.release()
     if report:
         from ofuzz.report import write_report
 
@@ -493,17 +499,22 @@ def bugs(
         fail(str(exc))
     opts = st.get_meta("options", {})
     st.close()
-    if retriage:
+    if retriage or triage:
         import shutil
 
-        shutil.rmtree(campaign_dir / "repros", ignore_errors=True)
-        triage = True
-    if triage:
+        from ofuzz.store import FolderLock
+
         try:
             specs = resolve(opts.get("engines", []))
         except EngineError as exc:
             fail(str(exc))
-        _export_with_progress(campaign_dir, specs, float(opts.get("reduce_budget", 20.0)), None, workers or 2)
+        lock = FolderLock(campaign_dir)  # triage writes the folder: not while a campaign or another triage does
+        try:
+            if retriage:
+                shutil.rmtree(campaign_dir / "repros", ignore_errors=True)
+            _export_with_progress(campaign_dir, specs, float(opts.get("reduce_budget", 20.0)), None, workers or 2)
+        finally:
+            lock.release()
     _print_bugs(campaign_dir, known, as_json=as_json, remember=remember)
 
 

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ofuzz.engines.envs import python_for
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.npz import npz_bytes
 from ofuzz.judging import Judged, Policy, judge_model
@@ -165,12 +164,12 @@ def _write_report(out: Path, info: dict[str, Any], model: onnx.ModelProto, input
         lines.append(f"- mismatch: {c.category} on `{c.output}`, max abs {c.max_abs:.4g}, max rel {c.max_rel:.4g}, {100 * c.bad_fraction:.2f}% of elements {c.detail}")
     if r is not None and r.outcome is not None and not r.outcome.ok:
         lines += ["", "```", r.outcome.summary(), r.outcome.log_tail[-2000:], "```"]
-    py = python_for(spec) if spec else None
+    pins = f"backends/{Path(spec.adapter.rpartition(':')[0]).parent.name}/requirements.txt" if spec and spec.env != "core" else ""
     lines += [
         "",
         "## Reproduce",
         "",
-        f"    {py or 'python'} repro.py      # exit 1 = reproduced",
+        "    python repro.py      # exit 1 = reproduced" + (f"   (with {eng}'s pinned packages: ofuzz's {pins})" if pins else ""),
         "",
         f"`repro.py` needs only {eng}'s package and numpy; it loads `model.onnx` and `inputs.npz`, runs the engine",
         "through `engine_adapter.py` (the adapter the fuzzer used) and compares with `expected.npz`",
@@ -178,4 +177,12 @@ def _write_report(out: Path, info: dict[str, Any], model: onnx.ModelProto, input
         "`compare_rule.py`, the fuzzer's own comparison module, copied verbatim).",
         "Each engine's own outputs are in `<engine>.outputs.npz`. The model opens in Netron.",
     ]
-    (out / "REPORT.md").write_text("\n".join(lines) + "\n")
+    (out / "REPORT.md").write_text(public_paths("\n".join(lines) + "\n"))
+
+
+def public_paths(text: str) -> str:
+    """A report is pasted into public trackers: no home folder, user name or checkout location of this machine."""
+    here = str(Path(__file__).resolve().parents[1])
+    for local, shown in ((here, "<ofuzz>"), (str(Path.home()), "~")):
+        text = text.replace(local, shown)
+    return text

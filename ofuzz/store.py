@@ -53,6 +53,35 @@ class StoreError(RuntimeError):
     """The campaign store cannot be used; the message says why and what to do (one line)."""
 
 
+class FolderLock:
+    """An exclusive lock on a campaign folder for the process that writes it (a campaign, a triage): a second writer is
+    refused with the holder's pid and host instead of both crashing on the shared work folder and store."""
+
+    def __init__(self, root: Path) -> None:
+        import fcntl
+        import os
+        import socket
+
+        root.mkdir(parents=True, exist_ok=True)
+        self.path = root / "campaign.lock"
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(self.fd, 200, 0).decode(errors="replace").strip() or "another process"
+            os.close(self.fd)
+            raise StoreError(f"{root} is in use by {holder}; wait for it to finish or stop it, or use another folder") from None
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"ofuzz pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
+
+    def release(self) -> None:
+        import os
+
+        if self.fd >= 0:
+            os.close(self.fd)  # closing drops the flock
+            self.fd = -1
+
+
 class Store:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)

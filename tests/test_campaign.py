@@ -138,3 +138,26 @@ def test_findings_report_and_testdouble_faults_are_recorded(tmp_path):
                                       capture_output=True, text=True, timeout=120).stdout)
     assert again["root_causes"] and all(r["known"] for r in again["root_causes"])
     assert all(not r.get("known") for r in result["root_causes"])
+
+
+def test_a_second_writer_is_refused_with_the_holders_pid(tmp_path):
+    out = tmp_path / "locked"
+    p = start(out, "--budget", "60s", "--no-reduce", "--no-report")
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and committed(out) < 1:
+            time.sleep(0.2)
+        assert committed(out) >= 1
+        again = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", "--resume", str(out), "--no-reduce", "--no-report"],
+                               capture_output=True, text=True, timeout=120)
+        assert again.returncode == 2 and f"ofuzz pid {p.pid}" in again.stderr and "in use" in again.stderr, again.stderr[-800:]
+        assert "Traceback" not in again.stderr
+        triage = subprocess.run([sys.executable, "-m", "ofuzz.cli", "bugs", str(out), "--retriage"], capture_output=True, text=True, timeout=120)
+        assert triage.returncode == 2 and "in use" in triage.stderr, triage.stderr[-800:]
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    # the holder is gone (even by SIGKILL): the lock went with it, and the campaign resumes
+    r = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", "--resume", str(out), "--models", str(committed(out) + 3),
+                        "--no-reduce", "--no-report"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-800:]
