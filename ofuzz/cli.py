@@ -320,7 +320,9 @@ def campaign(
         saved = st.get_meta("options")
         st.close()
         if not saved:
-            fail(f"{resume}: the store has no campaign options; it was not written by ofuzz campaign")
+            fail(f"{resume}: the campaign was stopped before it started (no options, no model stored); start it again with "
+                 f"`ofuzz campaign --out {resume}` and its options" if _empty_shell(resume) else
+                 f"{resume}: the store has no campaign options; it was not written by ofuzz campaign")
         opts = CampaignOptions(**{**saved, "blocks": tuple(saved["blocks"])})
         if budget is not None:
             opts.budget = duration(budget)
@@ -339,7 +341,7 @@ def campaign(
                                mutations=mutations, chooser=chooser, seed=seed, workers=workers or (os.cpu_count() or 2),
                                run_all=run_all, localise=localise_dcf, timeout=timeout)
         out = out or default_runs_dir() / _time.strftime("%Y%m%d-%H%M%S")
-        if (out / "campaign.sqlite").exists():
+        if (out / "campaign.sqlite").exists() and not _empty_shell(out):
             fail(f"{out} already holds a campaign; continue it with --resume {out} or pick another --out")
     try:
         specs = resolve(opts.engines)
@@ -385,6 +387,17 @@ def campaign(
         path = write_report(out)
         console.print(f"report: {path}")
         print(path)
+
+
+def _empty_shell(out: Path) -> bool:
+    """A store created by a campaign killed before it saved its options: nothing in it to keep, so it may start anew."""
+    from ofuzz.store import Store
+
+    st = Store(out)
+    try:
+        return not st.get_meta("options") and not st.committed_indices()
+    finally:
+        st.close()
 
 
 def _ray_judges(address: str, actors: int, specs: list, timeout: Optional[float]):
