@@ -321,3 +321,22 @@ class Campaign:
     def close(self) -> None:
         self.store.close()
         self.lock.release()
+
+
+def saved_options(out: Path) -> CampaignOptions | None:
+    """The options a campaign folder was started with (None if it holds none)."""
+    st = Store(out)
+    try:
+        saved = st.get_meta("options")
+    finally:
+        st.close()
+    return CampaignOptions(**{**saved, "blocks": tuple(saved["blocks"])}) if saved else None
+
+
+def empty_shell(out: Path) -> bool:
+    """A store created by a campaign killed before it saved its options: nothing in it to keep, so it may start anew."""
+    st = Store(out)
+    try:
+        return not st.get_meta("options") and not st.committed_indices()
+    finally:
+        st.close()

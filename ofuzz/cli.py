@@ -309,21 +309,17 @@ def campaign(
 
     from rich.live import Live
 
-    from ofuzz.campaign import Campaign, CampaignOptions
+    from ofuzz.campaign import Campaign, CampaignOptions, empty_shell, saved_options
     from ofuzz.engines.registry import EngineError, resolve
-    from ofuzz.store import Store
 
     if resume is not None:
         if not (resume / "campaign.sqlite").is_file():
             fail(f"{resume}: no campaign.sqlite here; give the folder a campaign was started in")
-        st = Store(resume)
-        saved = st.get_meta("options")
-        st.close()
-        if not saved:
+        opts = saved_options(resume)
+        if opts is None:
             fail(f"{resume}: the campaign was stopped before it started (no options, no model stored); start it again with "
-                 f"`ofuzz campaign --out {resume}` and its options" if _empty_shell(resume) else
+                 f"`ofuzz campaign --out {resume}` and its options" if empty_shell(resume) else
                  f"{resume}: the store has no campaign options; it was not written by ofuzz campaign")
-        opts = CampaignOptions(**{**saved, "blocks": tuple(saved["blocks"])})
         if budget is not None:
             opts.budget = duration(budget)
         if models is not None:
@@ -341,7 +337,7 @@ def campaign(
                                mutations=mutations, chooser=chooser, seed=seed, workers=workers or (os.cpu_count() or 2),
                                run_all=run_all, localise=localise_dcf, timeout=timeout)
         out = out or default_runs_dir() / _time.strftime("%Y%m%d-%H%M%S")
-        if (out / "campaign.sqlite").exists() and not _empty_shell(out):
+        if (out / "campaign.sqlite").exists() and not empty_shell(out):
             fail(f"{out} already holds a campaign; continue it with --resume {out} or pick another --out")
     try:
         specs = resolve(opts.engines)
@@ -387,17 +383,6 @@ def campaign(
         path = write_report(out)
         console.print(f"report: {path}")
         print(path)
-
-
-def _empty_shell(out: Path) -> bool:
-    """A store created by a campaign killed before it saved its options: nothing in it to keep, so it may start anew."""
-    from ofuzz.store import Store
-
-    st = Store(out)
-    try:
-        return not st.get_meta("options") and not st.committed_indices()
-    finally:
-        st.close()
 
 
 def _ray_judges(address: str, actors: int, specs: list, timeout: Optional[float]):
