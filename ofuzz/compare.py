@@ -79,6 +79,9 @@ class ComparisonRule:
             bad = got.astype(np.int64) != want.astype(np.int64)
             diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
             ok = not self.too_many(bad)
+            if not ok and _same_bits_other_sign(got, want):  # int8 -100 for uint8 156: the type is wrong, not the values
+                return Comparison(False, "dtype", name, float(diff.max()), 1.0, float(bad.mean()),
+                                  f"{got.dtype} vs {want.dtype}: the same bits read with the other signedness")
             return Comparison(ok, "" if ok else "value", name, float(diff.max()), float(bad.any()), float(bad.mean()))
         a, b = got.astype(np.float64), want.astype(np.float64)
         both = np.isfinite(a) & np.isfinite(b)
@@ -109,6 +112,14 @@ class ComparisonRule:
             if c.max_rel >= worst.max_rel:
                 worst = Comparison(True, "", n, max(worst.max_abs, c.max_abs), c.max_rel, c.bad_fraction)
         return worst
+
+
+def _same_bits_other_sign(got: np.ndarray, want: np.ndarray) -> bool:
+    g, w = got.dtype, want.dtype
+    if g == np.bool_ or w == np.bool_ or g.itemsize != w.itemsize or np.issubdtype(g, np.signedinteger) == np.issubdtype(w, np.signedinteger):
+        return False
+    unsigned = np.dtype(f"u{g.itemsize}")
+    return bool(np.array_equal(np.ascontiguousarray(got).view(unsigned), np.ascontiguousarray(want).view(unsigned)))
 
 
 def dtype_kind(a: np.ndarray) -> str:

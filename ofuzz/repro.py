@@ -100,8 +100,9 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
             outs[eng] = r.outcome.outputs
             (out / f"{eng}.outputs.npz").write_bytes(npz_bytes(r.outcome.outputs))
     expected_from = v.expected_from or ("reference" if "reference" in outs else next(iter(outs), ""))
-    if expected_from == engine:  # the blamed engine is never the expected outputs: its repro would compare it with itself
-        expected_from = next((e for e in [*v.majority, *sorted(outs)] if e != engine and e in outs), expected_from)
+    if expected_from == engine or expected_from in v.excluded:  # never the blamed engine (its repro would compare it
+        # with itself), nor one excluded from the vote on this model (a known reference gap)
+        expected_from = next((e for e in [*v.majority, *sorted(outs)] if e != engine and e in outs and e not in v.excluded), expected_from)
     (out / "expected.npz").write_bytes(npz_bytes(outs.get(expected_from, {})))
     repro_engine = engine if engine in spec_by_name else split_repro_engine(engine, expected_from, set(outs), spec_by_name)
     spec = spec_by_name.get(repro_engine or "")

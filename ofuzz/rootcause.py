@@ -126,6 +126,17 @@ def coarsen(key: RootKey, nodes: int, message: str) -> RootKey:
     crashes on LSTM crashes with or without `direction` (hand triage #3 found such pairs as duplicates)."""
     if key.status == "DCF":
         return key
+    failure = key.failure
+    if _crash_like(failure):
+        # a crash's signal and last log line vary between runs of one defect (MNN's LSTM converter: SIGSEGV, SIGABRT or
+        # bad_alloc after different lines): the crash and where it happens are the key, not how it looked this time
+        failure = "crash" if failure.split(":")[0] in ("crash", "exit", "oom") else failure
+        return RootKey(key.engine, key.status, failure, key.ops if nodes <= WELL_REDUCED else (), (), (), "")
     if nodes > WELL_REDUCED:
-        return RootKey(key.engine, key.status, key.failure, (), (), (), message)
-    return RootKey(key.engine, key.status, key.failure, key.ops, tuple(a for a in key.attrs if "=" in a), (), message)
+        return RootKey(key.engine, key.status, failure, (), (), (), message)
+    return RootKey(key.engine, key.status, failure, key.ops, tuple(a for a in key.attrs if "=" in a), (), message)
+
+
+def _crash_like(failure: str) -> bool:
+    head, _, etype = failure.partition(":")
+    return head in ("crash", "exit", "oom") or etype.endswith("Crash")

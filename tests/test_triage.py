@@ -143,3 +143,15 @@ def test_an_unreduced_failure_is_keyed_by_its_message_not_its_bystander_operator
     assert coarsen(mode, 1, "").attrs == ("GridSample.mode=bicubic",)  # a string mode is often the point
     dcf = RootKey("mnn", "DCF", "value", ("Add", "Mul", "Sub", "Tanh"), (), ())
     assert coarsen(dcf, 4, "") == dcf
+
+
+def test_a_crash_is_keyed_by_where_it_happens_not_how_it_looked():
+    """MNN's LSTM converter crashes with SIGSEGV, SIGABRT or bad_alloc after different log lines on one defect."""
+    from ofuzz.rootcause import coarsen
+
+    a = coarsen(RootKey("mnn", "MCF", "crash:SIGSEGV", ("LSTM",), ("LSTM.hidden_size",), ()), 1, "after line 12")
+    b = coarsen(RootKey("mnn", "MCF", "crash:SIGABRT", ("LSTM",), ("LSTM.direction=bidirectional",), ()), 1, "after line 40")
+    assert a == b and a.failure == "crash" and a.severity() == 0
+    c = coarsen(RootKey("mnn", "MCF", "exception:ConverterCrash", ("LSTM",), (), ()), 1, "terminate called after bad_alloc")
+    assert c == coarsen(RootKey("mnn", "MCF", "exception:ConverterCrash", ("LSTM",), (), ()), 1, "Segmentation fault")
+    assert a != coarsen(RootKey("mnn", "MCF", "crash:SIGSEGV", ("GRU",), (), ()), 1, "")
