@@ -92,6 +92,7 @@ class RayActors:
         self.prefix = prefix or f"ofuzz-judge-{uuid.uuid4().hex[:6]}"
         self.actors: dict[str, Any] = {}  # name -> handle, alive only
         self.closed = False
+        self.startup_timeout = 600.0  # engines start in each actor (TensorFlow: minutes on a loaded node)
         self.inflight: dict[str, int] = {}
         self.lost: dict[str, str] = {}
         self.infos: dict[str, dict[str, Any]] = {}  # name -> node, pid, versions (from each actor at start-up)
@@ -99,7 +100,10 @@ class RayActors:
 
     def start(self) -> tuple[dict[str, str], dict[str, str]]:
         ray = _ray()
-        remote = ray.remote(num_cpus=self.cpus, max_restarts=0, max_task_retries=0)(PoolActor)
+        # actors mostly wait on their engine workers (other processes): share the cluster's CPUs among them, or actors
+        # beyond the CPU count would never be scheduled and the campaign would wait for them forever
+        total = float(ray.cluster_resources().get("CPU", 1.0))
+        remote = ray.remote(num_cpus=min(self.cpus, total / self.n), max_restarts=0, max_task_retries=0)(PoolActor)
         fields = [dict(vars(s)) for s in self.specs]
         for i in range(self.n):
             name = f"{self.prefix}-{i}"
@@ -108,9 +112,11 @@ class RayActors:
         infos = {}
         for name, h in list(self.actors.items()):
             try:
-                infos[name] = ray.get(h.info.remote())
+                infos[name] = ray.get(h.info.remote(), timeout=self.startup_timeout)
             except Exception as exc:  # noqa: BLE001
-                raise DistributedError(f"actor {name} did not start: {str(exc).strip().splitlines()[-1][:200]}") from None
+                why = str(exc).strip().splitlines()[-1][:200] if str(exc).strip() else type(exc).__name__
+                raise DistributedError(f"actor {name} did not start within {self.startup_timeout:.0f}s ({why}); "
+                                       f"the cluster has {total:g} CPUs for {self.n} actors") from None
         return self._check(infos)
 
     def _check(self, infos: dict[str, dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
