@@ -117,7 +117,3 @@ def judge_bytes(pool: EnginePool, workdir: Path, model_bytes: bytes, inputs: dic
     path.write_bytes(model_bytes)
     model = onnx.load_from_string(model_bytes)
     return judge_model(pool, model, path, inputs, localise, policy, skips), time.perf_counter() - t0
-
-
-def spec_fields(spec: EngineSpec) -> dict[str, Any]:
-    return dict(vars(spec))

@@ -123,7 +123,7 @@ class Reducer:
         it and agree — at least two of their families (or all, if fewer). Requiring every one of them rejected reductions
         where a third engine has a defect of its own on the smaller model (MNN's negative GatherElements indices kept a
         TensorFlow repro at 29 nodes); two independent implementations agreeing is the witness that the model is valid."""
-        fams = getattr(self.pool, "families", {}) or {}
+        fams = self.pool.families
         wanted = {fams.get(e, e) for e in self.must_agree if e not in j.verdict.excluded}
         return len(_families_agreeing(j, self.must_agree, fams)) >= min(2, len(wanted))
 

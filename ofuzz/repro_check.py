@@ -74,14 +74,19 @@ _RUNNERS: dict[str, _Runner] = {}
 _LOCK = threading.Lock()
 
 
-def _runner(spec: EngineSpec, python: str) -> _Runner:
+def _env(spec: EngineSpec) -> dict[str, str]:
+    """The engine's environment variables (QEMU_CPU, TF_* …), as its worker gets them."""
     env = {**os.environ, **spec.env_vars}
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def _runner(spec: EngineSpec, python: str) -> _Runner:
     key = python + json.dumps(spec.env_vars, sort_keys=True)
     with _LOCK:
         if key not in _RUNNERS:
-            _RUNNERS[key] = _Runner(python, env)
+            _RUNNERS[key] = _Runner(python, _env(spec))
         return _RUNNERS[key]
 
 
@@ -98,7 +103,7 @@ atexit.register(close_runners)
 def _fresh(out: Path, python: str, spec: EngineSpec, timeout: float) -> int | str:
     try:
         r = subprocess.run([python, "repro.py"], cwd=out, capture_output=True, text=True, timeout=timeout,
-                           env={**os.environ, **spec.env_vars})
+                           env=_env(spec))
     except subprocess.TimeoutExpired:
         return "timeout"
     return f"signal {-r.returncode}" if r.returncode < 0 else r.returncode
@@ -116,7 +121,7 @@ def check_repro(out: Path, spec: EngineSpec | None, timeout: float = 180.0) -> s
     if got == "timeout":
         return "reproduced (hang: repro.py timed out)"
     if isinstance(got, str):
-        return f"reproduced (killed by {got.replace('signal', 'signal')})"
+        return f"reproduced (killed by {got})"
     if got == 1:
         return "reproduced"
     if got == 0:
