@@ -36,6 +36,14 @@ def committed(out: Path) -> int:
         return 0
 
 
+def saved_options(out: Path) -> bool:
+    """Whether a campaign got as far as saving its options (a kill may leave the store file before its tables)."""
+    try:
+        return (out / "campaign.sqlite").exists() and bool(db_rows(out, "SELECT COUNT(*) FROM meta WHERE key = 'options'")[0][0])
+    except sqlite3.Error:
+        return False
+
+
 def test_kill9_then_resume_loses_nothing_and_counts_nothing_twice(tmp_path):
     out = tmp_path / "c"
     p = start(out, "--models", "400", "--run-all", "--seed", "3", "--no-reduce")
@@ -174,7 +182,7 @@ def test_chaos_sigkill_at_random_moments_then_resume_loses_and_doubles_nothing(t
     out = tmp_path / "chaos"
     seen: set[tuple] = set()
     for i in range(20):
-        started = (out / "campaign.sqlite").exists() and db_rows(out, "SELECT COUNT(*) FROM meta WHERE key = 'options'")[0][0]
+        started = saved_options(out)
         cmd = (["--resume", str(out)] if started else  # killed before it saved its options: it starts anew in the same folder
                ["--engines", "onnxruntime,reference", "--blocks", "2..5", "--workers", "2", "--out", str(out), "--run-all", "--seed", "7"])
         p = subprocess.Popen([sys.executable, "-m", "ofuzz.cli", "campaign", *cmd, "--models", "100000", "--no-reduce", "--no-report"],

@@ -28,6 +28,16 @@ def rows(out: Path, sql: str) -> list[tuple]:
         con.close()
 
 
+def committed(out: Path) -> int:
+    """Models committed so far; 0 while the store is still being created (the file exists before its tables do)."""
+    if not (out / "campaign.sqlite").exists():
+        return 0
+    try:
+        return rows(out, "SELECT COUNT(*) FROM models")[0][0]
+    except sqlite3.OperationalError:
+        return 0
+
+
 def outcome(out: Path) -> dict[str, list[tuple]]:
     return {"models": rows(out, "SELECT idx, id, kept, run, blocks FROM models ORDER BY idx"),
             "runs": rows(out, "SELECT idx, engine, status FROM engine_runs ORDER BY idx, engine"),
@@ -47,7 +57,7 @@ def test_actor_killed_mid_campaign_loses_nothing_and_matches_a_local_run(tmp_pat
     p = campaign(out, "--models", "30", on_ray=True)
     deadline = time.time() + 300
     while time.time() < deadline:  # wait for a few committed models, then kill one actor (SIGKILL: as if its node died)
-        if (out / "campaign.sqlite").exists() and rows(out, "SELECT COUNT(*) FROM models")[0][0] >= 6:
+        if committed(out) >= 6:
             break
         time.sleep(0.2)
     judges = json.loads(dict(rows(out, "SELECT key, value FROM meta"))["judges"])
