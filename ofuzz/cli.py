@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -166,9 +167,10 @@ def engines(
         if not probe:
             t.add_row(name, "yes" if spec.default else "", "installed", "", env)
             continue
-        w = Worker(spec, py)
-        out = w.start()
-        w.close()
+        with tempfile.TemporaryDirectory(prefix="ofuzz-probe-") as work:
+            w = Worker(spec, py, Path(work))
+            out = w.start()
+            w.close()
         if out.ok:
             t.add_row(name, "yes" if spec.default else "", "[green]available[/green]", w.version, env)
         else:

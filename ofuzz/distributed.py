@@ -10,6 +10,7 @@ actor and says so in the display; engine crashes stay inside the actor's pool as
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import tempfile
 import threading
@@ -58,13 +59,29 @@ def connect(address: str) -> None:
         raise DistributedError(f"cannot reach Ray at {address!r}: {str(exc).strip().splitlines()[0][:200]}") from None
 
 
+def sweep_orphans(parent: Path) -> None:
+    """Remove work folders of this node's actors whose process is gone (a killed actor cannot clean up after itself)."""
+    for d in parent.glob("ofuzz-actor-*"):
+        try:
+            host, pid = (d / "owner").read_text().split()
+            os.kill(int(pid), 0) if host == socket.gethostname() else None
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except (OSError, ValueError):
+            continue  # not ours to judge: another host's, unreadable, or still being created
+
+
 class PoolActor:
     """One engine pool on one node (wrapped by ray.remote at run time, so importing this module needs no Ray)."""
 
     def __init__(self, specs: list[dict[str, Any]], timeout: float | None, root: str | None = None) -> None:
         from ofuzz.runner import EnginePool
 
-        base = Path(root or tempfile.gettempdir()) / f"ofuzz-actor-{uuid.uuid4().hex[:8]}"
+        parent = Path(root or tempfile.gettempdir())
+        sweep_orphans(parent)
+        base = parent / f"ofuzz-actor-{uuid.uuid4().hex[:8]}"
+        base.mkdir(parents=True)
+        (base / "owner").write_text(f"{socket.gethostname()} {os.getpid()}")
         self.work = base
         self.pool = EnginePool([EngineSpec(**s) for s in specs], base, timeout)
         self.pool.start()

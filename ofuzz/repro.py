@@ -46,12 +46,17 @@ FINDING = json.load(open(os.path.join(HERE, "finding.json")))
 
 
 def main():
+    with tempfile.TemporaryDirectory(prefix="ofuzz-repro-") as work:  # the engine's files (converted models) go with it
+        return check(work)
+
+
+def check(work):
     engine = Engine(**FINDING["options"])
     print("engine:", FINDING["repro_engine"], engine.version())
     feeds = dict(np.load(os.path.join(HERE, "inputs.npz")))
     expected = dict(np.load(os.path.join(HERE, "expected.npz")))
     try:
-        engine.prepare(os.path.join(HERE, "model.onnx"), tempfile.mkdtemp(), FINDING["inputs"], FINDING["outputs"])
+        engine.prepare(os.path.join(HERE, "model.onnx"), work, FINDING["inputs"], FINDING["outputs"])
     except Exception as exc:
         print("REPRODUCED: conversion failed (MCF):", type(exc).__name__, str(exc)[:500])
         return 1

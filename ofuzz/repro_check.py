@@ -11,8 +11,10 @@ import atexit
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -25,7 +27,8 @@ RUNNER = Path(__file__).parent / "engines" / "repro_runner_main.py"
 
 class _Runner:
     def __init__(self, python: str, env: dict[str, str]) -> None:
-        self.python, self.env = python, env
+        self.tmp = tempfile.mkdtemp(prefix="ofuzz-repro-check-")  # the engine's temp files, removed with the runner
+        self.python, self.env = python, {**env, "TMPDIR": self.tmp}
         self.proc: subprocess.Popen[bytes] | None = None
         self.lock = threading.Lock()
 
@@ -94,6 +97,7 @@ def close_runners() -> None:
     with _LOCK:
         for r in _RUNNERS.values():
             r.kill()
+            shutil.rmtree(r.tmp, ignore_errors=True)
         _RUNNERS.clear()
 
 
@@ -101,11 +105,12 @@ atexit.register(close_runners)
 
 
 def _fresh(out: Path, python: str, spec: EngineSpec, timeout: float) -> int | str:
-    try:
-        r = subprocess.run([python, "repro.py"], cwd=out, capture_output=True, text=True, timeout=timeout,
-                           env=_env(spec))
-    except subprocess.TimeoutExpired:
-        return "timeout"
+    with tempfile.TemporaryDirectory(prefix="ofuzz-repro-check-") as tmp:
+        try:
+            r = subprocess.run([python, "repro.py"], cwd=out, capture_output=True, text=True, timeout=timeout,
+                               env={**_env(spec), "TMPDIR": tmp})
+        except subprocess.TimeoutExpired:
+            return "timeout"
     return f"signal {-r.returncode}" if r.returncode < 0 else r.returncode
 
 

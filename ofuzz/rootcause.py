@@ -114,6 +114,14 @@ def key_of(engine: str, status: str, failure: str, model: onnx.ModelProto, feeds
 
 
 WELL_REDUCED = 3  # nodes
+UPSTREAM = "upstream"
+
+
+def upstream_of(key: RootKey, culprits: onnx.ModelProto) -> RootKey:
+    """The key of a failure whose failing operator runs fine alone (`witness`): what feeds it, and nothing of how the
+    consumer complained (its message and exception type vary with the consumer, not with the defect)."""
+    marks = tuple(a for a in attr_marks(culprits) if "=" in a)
+    return RootKey(key.engine, key.status, UPSTREAM, tuple(sorted({n.op_type for n in culprits.graph.node})), marks, (), "")
 
 
 def coarsen(key: RootKey, nodes: int, message: str) -> RootKey:
@@ -124,10 +132,10 @@ def coarsen(key: RootKey, nodes: int, message: str) -> RootKey:
     30-minute campaign). A well-reduced one is keyed by its operators, its string modes (mode=bicubic is often the
     point) and its normalised message; numeric attributes and value traits are left out, since a converter that
     crashes on LSTM crashes with or without `direction` (hand triage #3 found such pairs as duplicates)."""
-    if key.status == "DCF":
+    if key.status == "DCF" or key.failure == UPSTREAM:
         return key
     failure = key.failure
-    if _crash_like(failure):
+    if crash_like(failure):
         # a crash's signal and last log line vary between runs of one defect (MNN's LSTM converter: SIGSEGV, SIGABRT or
         # bad_alloc after different lines): the crash and where it happens are the key, not how it looked this time
         failure = "crash" if failure.split(":")[0] in ("crash", "exit", "oom") else failure
@@ -137,6 +145,6 @@ def coarsen(key: RootKey, nodes: int, message: str) -> RootKey:
     return RootKey(key.engine, key.status, failure, key.ops, tuple(a for a in key.attrs if "=" in a), (), message)
 
 
-def _crash_like(failure: str) -> bool:
+def crash_like(failure: str) -> bool:
     head, _, etype = failure.partition(":")
     return head in ("crash", "exit", "oom") or etype.endswith("Crash")

@@ -32,9 +32,10 @@ from ofuzz.localise import pick_voters, value_source
 from ofuzz.oracle import DCF, DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
-from ofuzz.rootcause import RootKey, coarsen, failure_of, key_of
+from ofuzz.rootcause import RootKey, coarsen, crash_like, failure_of, key_of, upstream_of
 from ofuzz.runner import EnginePool
 from ofuzz.signature import Signature, finding_id
+from ofuzz.witness import without, witnesses
 
 UNCONFIRMED = "unconfirmed"
 
@@ -126,7 +127,13 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     t1 = time.perf_counter()
     info = write_repro(out, pool, spec_by_name, {**finding, "op": hit.op or finding.get("op")}, red_model, red_feeds, reduction, policy,
                        {**base, "pre_key": key}, red_judged)
-    info["root"] = _root_key(engine, hit, judged, info, red_model, red_feeds).to_json()
+    key = _root_key(engine, hit, judged, info, red_model, red_feeds)
+    if hit.status != DCF and not crash_like(key.failure) and len(red_model.graph.node) >= 2:
+        seen_by = witnesses(pool, red_model, red_feeds, engine, value_engine)
+        if seen_by:  # the failing sink runs alone: it only shows a defect upstream, which is the root cause
+            info["witnesses"] = [red_model.graph.node[i].op_type for i in seen_by]
+            key = upstream_of(key, without(red_model, seen_by))
+    info["root"] = key.to_json()
     if str(info.get("repro_check", "")).startswith("not reproduced"):
         # the exported repro, run on its own, does not show it: not counted as a bug (the folder stays, to look at)
         info["klass"], info["unconfirmed_because"] = UNCONFIRMED, "repro.py does not reproduce it in a fresh process"

@@ -155,3 +155,36 @@ def test_a_crash_is_keyed_by_where_it_happens_not_how_it_looked():
     c = coarsen(RootKey("mnn", "MCF", "exception:ConverterCrash", ("LSTM",), (), ()), 1, "terminate called after bad_alloc")
     assert c == coarsen(RootKey("mnn", "MCF", "exception:ConverterCrash", ("LSTM",), (), ()), 1, "Segmentation fault")
     assert a != coarsen(RootKey("mnn", "MCF", "crash:SIGSEGV", ("GRU",), (), ()), 1, "")
+
+
+def test_a_defect_seen_through_different_consumers_is_one_root_cause(tmp_path):
+    """The test double fails conversion at whatever consumes a Relu's output (a layout handed on wrongly, as onnx2tf does
+    with a dynamic Expand): Relu→Add and Relu→Mul fail with different messages at different operators, and each
+    consumer runs alone, so both are one root cause keyed by the Relu, not by its witnesses."""
+    from ofuzz.triage import cluster, export
+
+    specs = [double("testdouble", {"Relu": "prepare:handoff"}), *resolve(["onnxruntime", "reference"])]
+    by_name = {s.name: s for s in specs}
+    rows = []
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        for consumer in ("Add", "Mul"):
+            nodes = [helper.make_node("Relu", ["x"], ["a"], name="n0_Relu"), helper.make_node("Abs", ["x"], ["b"], name="n1_Abs"),
+                     helper.make_node(consumer, ["a", "b"], ["y"], name=f"n2_{consumer}")]
+            g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])])
+            path = tmp_path / f"{consumer}.onnx"
+            onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+            feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)}
+            j = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default())
+            (f,) = j.findings
+            assert f.status == "MCF" and consumer in f.signature
+            row = {"engine": "testdouble", "status": "MCF", "signature": f.signature, "op": f.op, "summary": f.summary,
+                   "first_idx": len(rows), "first_model": path.name, "count": 1}
+            from ofuzz.signature import finding_id
+
+            export(by_name, row, path, feeds, tmp_path / "c" / "repros" / finding_id(f.signature), reduce_budget=60, pool=pool,
+                   policy=Policy.default())
+            rows.append(row)
+    got = cluster(tmp_path / "c", rows)
+    (rc,) = got["root_causes"]
+    assert rc["key"]["failure"] == "upstream" and list(rc["key"]["ops"]) == ["Relu"] and len(rc["signatures"]) == 2, rc

@@ -6,7 +6,10 @@ raise, exit, or return wrong values for that operator (so localisation has a
 real diverging operator to find).  Faults are "stage:kind" with stage prepare
 (conversion) or run (inference).  Value faults: `wrong` adds 1, `offby` is 0.5%
 off (a real precision defect), `perturb` is 2e-6 off (float noise, far below
-the oracle's tolerance); `unsupported` says the operator is not supported.
+the oracle's tolerance); `unsupported` says the operator is not supported;
+`handoff` fails conversion at whichever node consumes the operator's output
+(as onnx2tf does with a tensor whose layout it got wrong upstream), so the
+error names the consumer, not the defective operator.
 """
 from __future__ import annotations
 
@@ -80,11 +83,20 @@ class TestDoubleEngine:
         new_ops = []
         for op, spec in self.faults.items():
             stage, _, kind = spec.partition(":")
-            if op in self.ops and stage == "prepare":
+            if op in self.ops and stage == "prepare" and kind == "handoff":
+                self._handoff(model, op)
+            elif op in self.ops and stage == "prepare":
                 _fault(kind, op)
             if op in self.ops and stage == "run" and kind in _VALUE_FAULTS:
                 new_ops.append(self._wrong_op(op, kind))
         self.ev = self.Evaluator(model, new_ops=new_ops or None)
+
+    @staticmethod
+    def _handoff(model, op: str) -> None:
+        made = {o for n in model.graph.node if n.op_type == op for o in n.output}
+        consumer = next((n for n in model.graph.node if made & set(n.input)), None)
+        if consumer is not None:
+            raise ValueError(f"test double: {consumer.op_type} got an input in the wrong layout ({consumer.name})")
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self.latency:

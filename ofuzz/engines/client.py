@@ -89,6 +89,8 @@ class Worker:
         env.update(self.spec.env_vars)
         env.setdefault("OMP_NUM_THREADS", "1")
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        (self.root / "tmp").mkdir(exist_ok=True)
+        env["TMPDIR"] = str((self.root / "tmp").resolve())  # engines' own temp files (TF autograph: thousands) go with the pool
         log = open(self._log_path, "ab")
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(

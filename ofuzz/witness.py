@@ -1,0 +1,59 @@
+"""Witnesses: the last operator of a failing repro that runs fine on its own.
+
+A converter that gets a tensor's layout wrong upstream (onnx2tf treating a
+dynamic Expand's output as channel-last, or a Slice's axes as ONNX-ordered)
+fails at whatever consumes it: Conv, Equal, MatMul, Maximum, Or.  Each reduced
+repro then holds the culprit plus one such consumer, and keying root causes on
+both split one defect into as many root causes as there were consumers (hand
+triage #4: 5 of 15 TensorFlow root causes were such duplicates).
+
+So after reduction, a failure repro's sink node is cut out alone, fed the same
+values it got in the repro (from an engine that ran it), and run on the blamed
+engine.  If it runs, the sink only *witnesses* a defect upstream: it stays in
+the repro (the repro needs it) but leaves the root-cause key.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ofuzz.cut import submodel
+from ofuzz.localise import expose_intermediates
+
+MAX_NODES = 6  # larger repros are keyed by their message anyway (rootcause.coarsen)
+
+
+def sinks(model: onnx.ModelProto) -> list[int]:
+    """Nodes none of whose outputs feed another node."""
+    consumed = {i for n in model.graph.node for i in n.input if i}
+    return [i for i, n in enumerate(model.graph.node) if not any(o in consumed for o in n.output if o)]
+
+
+def witnesses(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], blamed: str, value_engine: str) -> list[int]:
+    """Indices of the repro's sink nodes that run on `blamed` when cut out alone: a single sink of a repro with ≥ 2 nodes."""
+    nodes = len(model.graph.node)
+    ends = sinks(model)
+    if not 2 <= nodes <= MAX_NODES or len(ends) != 1 or value_engine == blamed:
+        return []
+    exposed, _ = expose_intermediates(model)
+    prep, run = pool.execute_model(exposed, feeds, [value_engine]).get(value_engine, (None, None))
+    if prep is None or not prep.ok or run is None or not run.ok:
+        return []
+    built = submodel(model, ends, run.outputs, feeds)
+    if built is None:
+        return []
+    m1, f1 = built
+    prep, run = pool.execute_model(m1, f1, [blamed]).get(blamed, (None, None))
+    return ends if prep is not None and prep.ok and run is not None and run.ok else []
+
+
+def without(model: onnx.ModelProto, drop: list[int]) -> onnx.ModelProto:
+    """The model's nodes minus `drop`, for keying only (not a runnable model)."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    keep = [n for i, n in enumerate(model.graph.node) if i not in set(drop)]
+    del out.graph.node[:]
+    out.graph.node.extend(keep)
+    return out
