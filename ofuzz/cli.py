@@ -446,7 +446,7 @@ def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | Non
         r["known"] = r["id"] in known_ids
     gaps = capability_gaps(campaign_dir)
     if remember and known is not None:
-        added = known.remember(roots, gaps, str(campaign_dir.resolve()))
+        added = known.remember(roots, gaps, str(campaign_dir.resolve()), campaign_dir)
         console.print(f"remembered {added} new root causes in {known_path}")
     if known is not None:
         known.close()
@@ -618,6 +618,64 @@ def repro(
         path = export({s.name: s for s in specs}, f, model_path, inputs, dest, reduce_budget=reduce_time or 60.0)
     console.print(f"wrote {path} (REPORT.md, repro.py, model.onnx, inputs.npz, expected.npz, <engine>.outputs.npz)")
     print(path)
+
+
+@app.command()
+def replay(
+    source: Path = typer.Argument(..., help="A campaign folder (its root causes), a known-bugs store, or a folder of repro folders."),
+    engines: str = typer.Option(..., "--engines", "-e", help="Engines to replay on (e.g. mnn,mnn@3.5.0)."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here (one test case per root cause and engine)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    timeout: Optional[float] = TIMEOUT_OPTION,
+) -> None:
+    """Re-run every root cause's reduced repro: still failing / changed / fixed / newly failing; exit 1 on a regression
+    (changed or newly failing)."""
+    import json
+    import tempfile
+    import time
+
+    from ofuzz import replay as rp
+    from ofuzz.oracle import family
+    from ofuzz.runner import EnginePool
+
+    try:
+        cases = rp.load_cases(source)
+    except rp.ReplayError as exc:
+        fail(str(exc))
+    specs = _resolve_engines(engines.split(","))
+    families = {s.name: s.family_name for s in specs}
+    with tempfile.TemporaryDirectory(prefix="ofuzz-replay-") as tmp:
+        with EnginePool(specs, Path(tmp) / "pool", timeout) as pool:
+            t0 = time.perf_counter()
+            with console.status("starting engines"):
+                pool.start()
+            started = time.perf_counter() - t0
+            for n, why in pool.unavailable.items():
+                console.print(f"[yellow]skipped {n}:[/yellow] {why}", soft_wrap=True)
+            if not pool.names:
+                fail("no engine could run; see `ofuzz engines`")
+            fam = lambda e: families.get(e) or family(e.split("@")[0])  # noqa: E731  (a campaign's own engine names)
+            with console.status(f"replaying {len(cases)} root causes on {', '.join(pool.names)}"):
+                results, secs = rp.timed(lambda: rp.replay(pool, cases, pool.names, fam))
+    by = rp.counts(results)
+    if junit is not None:
+        junit.write_text(rp.junit_xml(results, secs))
+    rate = len(cases) / max(secs, 1e-9)
+    if as_json:
+        print(json.dumps({"results": [r.to_json() for r in results], "counts": by, "seconds": round(secs, 3), "startup_seconds": round(started, 3),
+                          "repros_per_second": round(rate, 2)}, indent=1))
+    else:
+        t = Table(title=f"replay of {len(cases)} root causes from {source}")
+        for col in ("engine", *rp.OUTCOMES):
+            t.add_column(col)
+        for eng, c in sorted(by.items()):
+            t.add_row(eng, *(str(c[o]) for o in rp.OUTCOMES))
+        out_console().print(t)
+        for r in results:
+            if r.outcome in rp.REGRESSIONS:
+                out_console().print(f"[red]{r.outcome}[/red] {r.case} on {r.engine}: {r.now.status} {r.now.failure} {r.now.detail}", soft_wrap=True)
+        console.print(f"{len(cases)} repros in {secs:.1f}s ({rate:.1f} repros/s on {len(pool.names)} engines after {started:.1f}s start-up)")
+    raise typer.Exit(1 if any(r.outcome in rp.REGRESSIONS for r in results) else 0)
 
 
 @app.command("reduce")

@@ -18,8 +18,10 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS known_root_causes (
   id TEXT PRIMARY KEY, engine TEXT NOT NULL, key TEXT NOT NULL, summary TEXT, campaign TEXT, added_at REAL NOT NULL, note TEXT
 );
+CREATE TABLE IF NOT EXISTS known_repros (id TEXT NOT NULL, file TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (id, file));
 CREATE TABLE IF NOT EXISTS known_gaps (key TEXT PRIMARY KEY, engine TEXT NOT NULL, op TEXT, attribute TEXT, campaign TEXT, added_at REAL NOT NULL);
 """
+REPRO_FILES = ("model.onnx", "inputs.npz", "expected.npz", "finding.json")  # what `ofuzz replay` needs, with every *.outputs.npz
 COLUMNS = {"known_root_causes": {"id", "engine", "key", "summary", "campaign", "added_at", "note"},
            "known_gaps": {"key", "engine", "op", "attribute", "campaign", "added_at"}}
 
@@ -53,8 +55,9 @@ class KnownBugs:
     def known_gaps(self) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT key FROM known_gaps")}
 
-    def remember(self, roots: list[dict[str, Any]], gaps: list[dict[str, Any]], campaign: str) -> int:
-        """Add root causes and capability gaps; returns how many root causes were new."""
+    def remember(self, roots: list[dict[str, Any]], gaps: list[dict[str, Any]], campaign: str, folder: Path | None = None) -> int:
+        """Add root causes and capability gaps; returns how many root causes were new.  With the campaign `folder`, each
+        root cause's repro files are kept too, so `ofuzz replay STORE` works after the campaign folder is gone."""
         before = len(self.known_ids())
         now = time.time()
         cur = self.db.cursor()
@@ -63,6 +66,11 @@ class KnownBugs:
             for r in roots:
                 cur.execute("INSERT OR IGNORE INTO known_root_causes VALUES (?,?,?,?,?,?,?)",
                             (r["id"], r["engine"], json.dumps(r["key"]), r.get("summary", ""), campaign, now, ""))
+                repro = (folder / r["repro"]) if folder is not None and r.get("repro") else None
+                if repro is not None and repro.is_dir() and not self._has_repro(cur, r["id"]):
+                    for f in [*REPRO_FILES, *sorted(p.name for p in repro.glob("*.outputs.npz"))]:
+                        if (repro / f).is_file():
+                            cur.execute("INSERT INTO known_repros VALUES (?,?,?)", (r["id"], f, (repro / f).read_bytes()))
             for g in gaps:
                 cur.execute("INSERT OR IGNORE INTO known_gaps VALUES (?,?,?,?,?,?)", (g["key"], g["engine"], g.get("op"), g.get("attribute"), campaign, now))
             cur.execute("COMMIT")
@@ -70,6 +78,17 @@ class KnownBugs:
             cur.execute("ROLLBACK")
             raise
         return len(self.known_ids()) - before
+
+    @staticmethod
+    def _has_repro(cur: sqlite3.Cursor, rc_id: str) -> bool:
+        return cur.execute("SELECT 1 FROM known_repros WHERE id = ? LIMIT 1", (rc_id,)).fetchone() is not None
+
+    def repros(self) -> list[tuple[str, dict[str, bytes]]]:
+        """Each remembered root cause's repro files (id, {file name: bytes}), in id order."""
+        out: dict[str, dict[str, bytes]] = {}
+        for rc_id, f, data in self.db.execute("SELECT id, file, data FROM known_repros ORDER BY id, file"):
+            out.setdefault(rc_id, {})[f] = bytes(data)
+        return list(out.items())
 
     def close(self) -> None:
         self.db.close()
