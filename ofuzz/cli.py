@@ -133,15 +133,18 @@ def engines(
         return
     from ofuzz.engines.client import Worker
     from ofuzz.engines.envs import install as install_env, install_command, python_for
-    from ofuzz.engines.registry import EngineError, all_engines
+    from ofuzz.engines.registry import EngineError, all_engines, installed_versions, resolve
 
     try:
         known = all_engines(engine)
+        known.update({s.name: s for s in resolve(installed_versions())})  # NAME@VERSION engines used before
     except EngineError as exc:
         fail(str(exc))
     if install:
         names = sorted(known) if install == "all" else install.split(",")
         for n in names:
+            if "@" in n and n not in known:
+                known[n] = _resolve_engines([n])[0]  # NAME@VERSION: installed by resolving it
             if n not in known:
                 fail(f"unknown engine {n!r}; known engines: {', '.join(sorted(known))}")
             if known[n].env == "core":
@@ -196,9 +199,24 @@ def _resolve_engines(names: list[str]):
     from ofuzz.engines.registry import EngineError, resolve
 
     try:
-        return resolve([n.strip() for n in names if n.strip()])
+        return _with_versions_installed(resolve([n.strip() for n in names if n.strip()]))
     except EngineError as exc:
         fail(str(exc))
+
+
+def _with_versions_installed(specs: list[Any]) -> list[Any]:
+    """NAME@VERSION engines get their pinned environment on first use (once; reused after)."""
+    from ofuzz.engines.envs import install, python_for
+
+    for s in specs:
+        if "@" in s.name and python_for(s) is None:
+            with console.status(f"installing {s.name} (first use; its environment is reused after)"):
+                try:
+                    install(s, echo=lambda line: console.print(f"  {line}", highlight=False))
+                except Exception as exc:  # noqa: BLE001  (pip's failure, in one line)
+                    fail(f"{s.name}: could not install its environment ({str(exc).splitlines()[0][:200]}); check the version exists: "
+                         f"pip index versions {s.version_package}")
+    return specs
 
 
 @app.command()
@@ -342,7 +360,7 @@ def campaign(
         if (out / "campaign.sqlite").exists() and not empty_shell(out):
             fail(f"{out} already holds a campaign; continue it with --resume {out} or pick another --out")
     try:
-        specs = resolve(opts.engines)
+        specs = _with_versions_installed(resolve(opts.engines))
     except EngineError as exc:
         fail(str(exc))
     kb = _load_known(known, create=False)
@@ -451,8 +469,10 @@ def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | Non
     if known is not None:
         known.close()
     counts = {k: len(v) for k, v in result["classes"].items()}
+    diffs = _version_differences(campaign_dir, roots)
     if as_json:
-        print(json.dumps({"root_causes": roots, "classes": result["classes"], "capabilities": gaps}, indent=1, default=str))
+        print(json.dumps({"root_causes": roots, "classes": result["classes"], "capabilities": gaps, "version_differences": diffs},
+                         indent=1, default=str))
         return
     new = [r for r in roots if not r["known"]]
     t = Table(title=f"{len(roots)} root causes in {campaign_dir} ({len(new)} new" + (f", {len(roots) - len(new)} known" if known else "") + "), worst first")
@@ -466,12 +486,34 @@ def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | Non
     out_console().print(t)
     if limit is not None and len(roots) > limit:
         out_console().print(f"… {len(roots) - limit} more: ofuzz bugs {campaign_dir}")
+    for d in diffs:
+        out_console().print(f"[bold]{d['kind']}[/bold] {d['id']}: {d['text']}", soft_wrap=True)
     total = sum(counts.values())
     left = len(result.get("untriaged", []))
     out_console().print(f"{total} signatures → {len(roots)} root causes; classes: "
                         + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("bug", "drift", "unsupported", "undefined", "split", "unconfirmed", "pending")
                                     if counts.get(k)) + f"; capability gaps: {len(gaps)}"
                         + (f"; {left} signatures not triaged yet (ofuzz bugs {campaign_dir})" if left else ""))
+
+
+def _version_differences(campaign_dir: Path, roots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Root causes of one version of an engine that another version in the campaign did not have (versions.py)."""
+    from ofuzz.engines.registry import EngineError, resolve
+    from ofuzz.store import Store
+    from ofuzz.versions import differences
+
+    st = Store(campaign_dir)
+    try:
+        names = st.get_meta("options", {}).get("engines", [])
+        if not any("@" in n for n in names):
+            return []
+        try:
+            families = {s.name: s.family_name for s in resolve(names)}
+        except EngineError:
+            return []
+        return differences(roots, families, st.get_meta("versions", {}) or {}, st.status_of)
+    finally:
+        st.close()
 
 
 @app.command()

@@ -161,8 +161,9 @@ def verdict(case: Case, engine: str, now: Observed, family: Callable[[str], str]
     campaign is held to what it did then (its own outputs, or its failure), not to the expected outputs: a repro of a
     converter failure has expected outputs from whichever engine ran it, and other engines may differ there by policy."""
     if family(engine) != family(case.engine):
-        if engine in case.recorded and case.recorded[engine] is None:
-            return PASSES  # it failed this repro then too: nothing new
+        seen, outputs = recorded_for(case, engine, family)
+        if seen and outputs is None:
+            return PASSES  # it (or its version in the campaign) failed this repro then too: nothing new
         return PASSES if now.status == "DCP" else NEW
     if now.status == "DCP":
         return FIXED
@@ -170,11 +171,21 @@ def verdict(case: Case, engine: str, now: Observed, family: Callable[[str], str]
     return STILL if same else CHANGED
 
 
+def recorded_for(case: Case, engine: str, family: Callable[[str], str]) -> tuple[bool, dict[str, np.ndarray] | None]:
+    """What the campaign saw this engine do: its own record, else that of another version of it (mnn for mnn@3.5.0)."""
+    if engine in case.recorded:
+        return True, case.recorded[engine]
+    sibling = next((e for e in sorted(case.recorded) if family(e) == family(engine)), None)
+    return (True, case.recorded[sibling]) if sibling is not None else (False, None)
+
+
 def baseline(case: Case, engine: str, family: Callable[[str], str]) -> dict[str, np.ndarray] | None:
-    """What an engine's outputs are compared with: its own outputs then, if it ran outside the blamed family; else the
-    expected outputs."""
-    if family(engine) != family(case.engine) and case.recorded.get(engine) is not None:
-        return case.recorded[engine]
+    """What an engine's outputs are compared with: outside the blamed family, what it (or another version of it) gave
+    then; else the expected outputs."""
+    if family(engine) != family(case.engine):
+        seen, outputs = recorded_for(case, engine, family)
+        if seen and outputs is not None:
+            return outputs
     return None
 
 

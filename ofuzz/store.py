@@ -180,6 +180,11 @@ class Store:
             out.setdefault(sig, []).append((idx, mid))
         return out
 
+    def status_of(self, idx: int, engine: str) -> str | None:
+        """An engine's status (DCP, DCF, IF, MCF, SKIP) on model `idx`, or None if it did not run it."""
+        row = self.db.execute("SELECT status FROM engine_runs WHERE idx = ? AND engine = ?", (idx, engine)).fetchone()
+        return row[0] if row else None
+
     def is_finding_model(self, model_id: str) -> bool:
         row = self.db.execute("SELECT 1 FROM occurrences o JOIN models m ON m.idx = o.idx WHERE m.id=? LIMIT 1", (model_id,)).fetchone()
         return row is not None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -44,6 +45,9 @@ class EngineSpec:
     fresh_after_error: bool = False
     clean_errors: tuple[str, ...] = ()
     family: str = ""  # engines of one family (builds or modes of one implementation) vote once; default: the name
+    # `name@VERSION` engines: the package whose pin the version replaces, and what else a core-env engine's own venv needs
+    version_package: str = ""
+    version_requires: tuple[str, ...] = ()
 
     @property
     def family_name(self) -> str:
@@ -82,6 +86,8 @@ def _spec_from(raw: dict[str, Any], base: Path, src: str) -> EngineSpec:
         doc=str(raw.get("doc", "")), env_kind=str(raw.get("env_kind", "venv")),
         fresh_after_error=bool(raw.get("fresh_after_error", False)), clean_errors=tuple(str(e) for e in raw.get("clean_errors") or ()),
         family=str(raw.get("family") or ""),
+        version_package=str((raw.get("versions") or {}).get("package", "")),
+        version_requires=tuple(str(r) for r in (raw.get("versions") or {}).get("requires") or ()),
     )
 
 
@@ -144,8 +150,44 @@ def all_engines(extra: list[str] | None = None) -> dict[str, EngineSpec]:
     return engines
 
 
+_VERSION = re.compile(r"[0-9][0-9A-Za-z.+!-]{0,40}")
+
+
+def versioned(base: EngineSpec, version: str) -> EngineSpec:
+    """`mnn@3.5.0`: the base engine with its package pinned to `version`, in an environment of its own (made from a
+    requirements file written under the cache, so its hash names the venv), voting in the base engine's family."""
+    name = f"{base.name}@{version}"
+    if not base.version_package:
+        raise EngineError(f"engine {base.name!r} has no versions (its engine.yaml has no `versions:`); use {base.name} itself")
+    if not _VERSION.fullmatch(version):
+        raise EngineError(f"{name!r}: {version!r} is not a version number (for example {base.name}@3.5.0)")
+    pkg = base.version_package
+    pin = f"{pkg}=={version}"
+    if base.env == "core":
+        lines = [pin, *base.version_requires]
+    else:
+        same = re.compile(rf"^\s*{re.escape(pkg)}\s*(==|>=|<=|~=|$)", re.I)
+        lines = [pin if same.match(line) else line for line in Path(base.env).read_text().splitlines()]
+        if pin not in lines:
+            lines.append(pin)
+    folder = cache_dir() / "versions" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    req = folder / "requirements.txt"
+    text = f"# {name}: {base.name}'s environment with {pin} (written by ofuzz)\n" + "\n".join(lines) + "\n"
+    if not req.is_file() or req.read_text() != text:
+        req.write_text(text)
+    return EngineSpec(**{**base.__dict__, "name": name, "env": str(req), "family": base.family_name, "default": False,
+                         "install": f"ofuzz engines --install {name}", "doc": f"{base.doc} — pinned to {pin}"})
+
+
+def installed_versions() -> list[str]:
+    """NAME@VERSION engines whose requirements ofuzz has written before (listed by `ofuzz engines`)."""
+    folder = cache_dir() / "versions"
+    return sorted(d.name for d in folder.glob("*@*") if (d / "requirements.txt").is_file()) if folder.is_dir() else []
+
+
 def resolve(names: list[str], extra: list[str] | None = None) -> list[EngineSpec]:
-    """Engine names (and FILE.py:Class plug-ins) → specs, with a clear error for typos."""
+    """Engine names (and FILE.py:Class plug-ins, and NAME@VERSION) → specs, with a clear error for typos."""
     known = all_engines(extra)
     out = []
     for n in names:
@@ -153,6 +195,10 @@ def resolve(names: list[str], extra: list[str] | None = None) -> list[EngineSpec
             spec = plugin_from_file(n)
             known[spec.name] = spec
             out.append(spec)
+            continue
+        base, at, version = n.partition("@")
+        if at and base in known:
+            out.append(versioned(known[base], version))
             continue
         if n not in known:
             raise EngineError(f"unknown engine {n!r}; known engines: {', '.join(sorted(known))} (or give FILE.py:Class)")

@@ -1,0 +1,41 @@
+"""Engine versions as names (mnn@3.5.0, onnxruntime@1.17.3): their pinned environments, one family for voting, and
+which root causes differ between versions."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ofuzz.engines.registry import EngineError, resolve
+from ofuzz.versions import differences, version_of
+
+
+def test_a_version_is_the_base_engine_pinned_in_an_environment_of_its_own(tmp_path, monkeypatch):
+    monkeypatch.setenv("OFUZZ_CACHE", str(tmp_path))
+    mnn, old, ort = resolve(["mnn", "mnn@3.5.0", "onnxruntime@1.17.3"])
+    assert old.family_name == mnn.family_name == "mnn" and old.adapter == mnn.adapter and old.options == mnn.options
+    lines = open(old.env).read().splitlines()
+    assert "MNN==3.5.0" in lines and "MNN==3.6.1" not in lines and any(x.startswith("numpy") for x in lines)
+    assert old.env_id != mnn.env_id and old.env_id.startswith("mnn@3.5.0-")
+    assert ort.family_name == "onnxruntime" and "onnxruntime==1.17.3" in open(ort.env).read().splitlines() and ort.env != "core"
+    assert resolve(["mnn@3.5.0"])[0].env_id == old.env_id  # the same version reuses its environment
+
+
+@pytest.mark.parametrize("name, needle", [("reference@1.0", "has no versions"), ("mnn@latest", "is not a version number"),
+                                          ("nosuch@1.0", "unknown engine")])
+def test_bad_version_names_get_one_line_errors(name, needle, tmp_path):
+    with pytest.raises(EngineError, match=needle):
+        resolve([name])
+    r = subprocess.run([sys.executable, "-m", "ofuzz.cli", "replay", str(tmp_path), "-e", name], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+
+
+def test_differences_say_regression_or_fix_by_which_version_is_newer():
+    families = {"mnn@3.6.1": "mnn", "mnn@3.5.0": "mnn", "onnxruntime": "onnxruntime"}
+    status = {(1, "mnn@3.5.0"): "DCP", (2, "mnn@3.6.1"): "DCP", (3, "mnn@3.5.0"): "DCF"}
+    roots = [{"id": "rc-new", "engine": "mnn@3.6.1", "first_idx": 1}, {"id": "rc-old", "engine": "mnn@3.5.0", "first_idx": 2},
+             {"id": "rc-both", "engine": "mnn@3.6.1", "first_idx": 3}, {"id": "rc-ort", "engine": "onnxruntime", "first_idx": 1}]
+    got = {d["id"]: d["kind"] for d in differences(roots, families, {}, lambda i, e: status.get((i, e)))}
+    assert got == {"rc-new": "regression", "rc-old": "fixed"}
+    assert str(version_of("mnn", {"mnn": "3.6.1"})) == "3.6.1" and version_of("reference", {}) is None
