@@ -720,6 +720,70 @@ def replay(
     raise typer.Exit(1 if any(r.outcome in rp.REGRESSIONS for r in results) else 0)
 
 
+@app.command()
+def conformance(
+    engines: str = ENGINES_OPTION,
+    ops: Optional[str] = typer.Option(None, "--ops", help="Only the tests of these operators (comma-separated, e.g. Conv,Resize)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Only tests whose name contains this (e.g. test_resize)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Conformance store (default: conformance.sqlite in the runs folder)."),
+    workers: int = WORKERS_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    timeout: Optional[float] = TIMEOUT_OPTION,
+) -> None:
+    """Run the onnx package's backend node tests through each engine: pass / wrong values / failed to convert / failed to
+    run / crashed per engine and operator, what changed since the last sweep, and where ofuzz's own oracle contradicts
+    the expected outputs."""
+    import dataclasses
+    import json
+    import os
+    import tempfile
+
+    from ofuzz import conformance as cf
+
+    specs = _resolve_engines(engines.split(","))
+    if timeout is not None:
+        specs = [dataclasses.replace(s, timeout=timeout) for s in specs]
+    with console.status("collecting the onnx node tests"):
+        tests, skipped = cf.node_tests({o.strip() for o in ops.split(",")} if ops else None, name)
+    if not tests:
+        fail("no node test matches --ops/--name" + (f" ({len(skipped)} left out: not numeric tensors)" if skipped else ""))
+    path = store or default_runs_dir() / "conformance.sqlite"
+    try:
+        st = cf.ConformanceStore(path)
+    except cf.ConformanceError as exc:
+        fail(str(exc))
+    with tempfile.TemporaryDirectory(prefix="ofuzz-conformance-") as tmp, Progress(
+            TextColumn("conformance"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task("tests", total=len(tests))
+        sweep = cf.run_sweep(specs, tests, st, Path(tmp), workers or (os.cpu_count() or 2), lambda _t: bar.advance(task))
+    results = st.results(sweep)
+    counts, failing = cf.summarise(results)
+    oracle = st.oracle(sweep)
+    changed = cf.changes(st, sweep, [s.name for s in specs])
+    versions = st.versions(sweep)
+    st.close()
+    if as_json:
+        print(json.dumps({"sweep": sweep, "store": str(path), "tests": len(tests), "left_out": len(skipped), "versions": versions, "counts": counts,
+                          "failing_operators": failing, "oracle_disagreements": oracle, "changes": changed}, indent=1))
+        return
+    t = Table(title=f"onnx node tests: {len(tests)} run ({len(skipped)} left out: not numeric tensors), sweep {sweep} in {path}")
+    for col in ("engine", "version", *cf.OUTCOMES):
+        t.add_column(col)
+    for eng, c in sorted(counts.items()):
+        t.add_row(eng, versions.get(eng, ""), *(str(c[o]) for o in cf.OUTCOMES))
+    out_console().print(t)
+    for eng, per in sorted(failing.items()):
+        for outcome, names in per.items():
+            shown = ", ".join(names[:25]) + (f" … ({len(names)} operators)" if len(names) > 25 else "")
+            out_console().print(f"[bold]{eng}[/bold] {outcome}: {shown}", soft_wrap=True)
+    out_console().print(f"oracle vs ground truth: {len(oracle)} disagreements"
+                        + "".join(f"\n  {d['test']}: {d['kind']} ({d['engine']}; majority {', '.join(d['majority'])})" for d in oracle[:40]),
+                        soft_wrap=True)
+    if changed:
+        out_console().print(f"{len(changed)} outcomes changed since the previous sweep:"
+                            + "".join(f"\n  {c['engine']} {c['test']}: {c['was']} → {c['now']}" for c in changed[:60]), soft_wrap=True)
+
+
 @app.command("reduce")
 def reduce_cmd(
     model_path: Path = typer.Argument(..., help="An ONNX model that shows a finding."),
@@ -771,6 +835,7 @@ def _degs(s: frozenset[int]) -> str:
 
 
 def main() -> None:
+    from ofuzz.conformance import ConformanceError
     from ofuzz.distributed import DistributedError
     from ofuzz.known import KnownError
     from ofuzz.noise import NoiseError
@@ -781,7 +846,7 @@ def main() -> None:
         app()
     except BrokenPipeError:
         sys.exit(0)
-    except (StoreError, KnownError, NoiseError, ToleranceError, CorpusError, DistributedError) as exc:  # bad input: one line, no traceback
+    except (StoreError, KnownError, NoiseError, ToleranceError, CorpusError, DistributedError, ConformanceError) as exc:  # bad input: one line, no traceback
         console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)
 
