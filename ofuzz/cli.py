@@ -393,7 +393,7 @@ def campaign(
         cap = duration(reduce_time, "--reduce-time") if reduce_time else None
         lock = FolderLock(out)
         try:
-            _export_with_progress(out, specs, opts.reduce_budget, cap, opts.workers)
+            _export_with_progress(out, specs, opts.reduce_budget, cap, opts.workers, _export_actors(ray, actors, specs, opts.timeout) if ray else None)
             _print_bugs(out, known, limit=15)
         finally:
             lock.release()
@@ -420,8 +420,22 @@ def _ray_judges(address: str, actors: int, specs: list, timeout: Optional[float]
     return RayActors(specs, timeout, n)
 
 
-def _export_with_progress(out: Path, specs: list, per_finding: float, cap: float | None, workers: int) -> None:
-    """Reduce and export every pending finding of the campaign in `out`, with a progress bar."""
+def _export_actors(address: str, actors: int, specs: list, timeout: Optional[float]):
+    """Fresh Ray actors for the export phase (the campaign's judges stopped with its loop); None if none can start."""
+    from ofuzz.distributed import DistributedError
+
+    judges = _ray_judges(address, actors, specs, timeout)
+    try:
+        judges.start()
+    except DistributedError as exc:
+        console.print(f"[yellow]exporting locally:[/yellow] {exc}", soft_wrap=True)
+        judges.close()
+        return None
+    return judges
+
+
+def _export_with_progress(out: Path, specs: list, per_finding: float, cap: float | None, workers: int, actors: Any = None) -> None:
+    """Reduce and export every pending finding of the campaign in `out`, with a progress bar (over Ray `actors` if given)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ofuzz.export_all import export_findings, pending_findings
@@ -429,12 +443,17 @@ def _export_with_progress(out: Path, specs: list, per_finding: float, cap: float
     todo, done_before = pending_findings(out, {s.name for s in specs})
     if not todo:
         console.print(f"all {done_before} findings already have a repro folder under {out}/repros/")
+        if actors is not None:
+            actors.close()
         return
     with Progress(TextColumn("reducing and exporting findings"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[failed]} failed"),
                   TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task("export", total=len(todo), failed=0)
         n = export_findings(out, specs, per_finding, cap, echo=lambda m: bar.console.print(m, soft_wrap=True), workers=workers,
-                            on_progress=lambda p: bar.update(task, completed=p.done + p.failed, failed=p.failed), todo=todo)
+                            on_progress=lambda p: bar.update(task, completed=p.done + p.failed, failed=p.failed), todo=todo, actors=actors)
+    if actors is not None:
+        console.print(f"export on Ray: {actors.status()}")
+        actors.close()
     console.print(f"exported {n} repro folders under {out}/repros/ ({done_before} were already there)")
 
 
@@ -526,6 +545,8 @@ def bugs(
     retriage: bool = typer.Option(False, "--retriage", help="Triage every finding again (after a change of noise classes, tolerances or engines); "
                                   "the raw findings are kept, only repros/ is rebuilt."),
     workers: int = WORKERS_OPTION,
+    ray: Optional[str] = typer.Option(None, "--ray", help="Triage on Ray actors: 'local', 'auto' or ray://host:port (needs the ray extra)."),
+    actors: int = typer.Option(0, "--actors", help="Ray actors (default: one per CPU of the cluster)."),
 ) -> None:
     """List root causes (distinct defects, worst first); drift, unsupported and undefined findings are counted apart."""
     from ofuzz.engines.registry import EngineError, resolve
@@ -554,7 +575,8 @@ def bugs(
         try:
             if retriage:
                 shutil.rmtree(campaign_dir / "repros", ignore_errors=True)
-            _export_with_progress(campaign_dir, specs, float(opts.get("reduce_budget", 20.0)), None, workers or 2)
+            _export_with_progress(campaign_dir, specs, float(opts.get("reduce_budget", 20.0)), None, workers or 2,
+                                  _export_actors(ray, actors, specs, opts.get("timeout")) if ray else None)
         finally:
             lock.release()
     _print_bugs(campaign_dir, known, as_json=as_json, remember=remember)

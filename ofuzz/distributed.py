@@ -83,7 +83,8 @@ class PoolActor:
         base.mkdir(parents=True)
         (base / "owner").write_text(f"{socket.gethostname()} {os.getpid()}")
         self.work = base
-        self.pool = EnginePool([EngineSpec(**s) for s in specs], base, timeout)
+        self.specs = [EngineSpec(**s) for s in specs]
+        self.pool = EnginePool(self.specs, base, timeout)
         self.pool.start()
         self.policy = Policy.default()
         self.node = socket.gethostname()
@@ -96,7 +97,28 @@ class PoolActor:
 
         return judge_bytes(self.pool, self.work, model_bytes, inputs, localise, self.policy, skips)
 
+    def triage(self, finding: dict[str, Any], model_bytes: bytes, inputs: dict[str, np.ndarray], budget: float,
+               claims: list[tuple[str, str]]) -> tuple[dict[str, bytes], dict[str, Any]]:
+        """Triage one finding in this actor's pool (the export fanned out): the repro folder's files come back to the
+        driver, which writes them into the campaign folder (this node may not see it).  `claims`: the pre-keys the
+        driver already has representatives for, so this finding attaches instead of being reduced again."""
+        from ofuzz.triage import Representatives, triage_finding
+
+        reps = Representatives()
+        for key, fid in claims:
+            reps.claim(key, fid)
+        with tempfile.TemporaryDirectory(dir=self.work) as d:
+            model = Path(d) / "model.onnx"
+            model.write_bytes(model_bytes)
+            out = Path(d) / "repro"
+            info = triage_finding(self.pool, {s.name: s for s in self.specs}, finding, model, inputs, out, budget, self.policy, reps)
+            files = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+        return files, info
+
     def close(self) -> None:
+        from ofuzz.repro_check import close_runners
+
+        close_runners()
         self.pool.close()
 
 
@@ -148,6 +170,50 @@ class RayActors:
         self.infos = infos
         first = next(iter(infos.values()))
         return first["versions"], {e: first["unavailable"][e] for e in everywhere}
+
+    def fan_out(self, items: list[Any], call: Any, on_result: Any, on_error: Any, stop: Any = lambda: False) -> None:
+        """Run `call(actor_handle, item)` (returning an ObjectRef) for every item, one at a time per actor, from one
+        thread per actor; `on_result(item, value)` as each finishes.  An actor that dies gives its item back to the
+        others and leaves; if none is left, the remaining items go to `on_error`."""
+        import queue
+
+        ray = _ray()
+        todo: queue.Queue[Any] = queue.Queue()
+        for it in items:
+            todo.put(it)
+
+        def worker(name: str) -> None:
+            while not stop():
+                try:
+                    item = todo.get_nowait()
+                except queue.Empty:
+                    return
+                with self.lock:
+                    handle = self.actors.get(name)
+                if handle is None:
+                    todo.put(item)
+                    return
+                try:
+                    value = ray.get(call(handle, item))
+                except ray.exceptions.RayActorError as exc:  # the actor (or its node) died: ActorDiedError is one too
+                    with self.lock:
+                        self.actors.pop(name, None)
+                        self.lost[name] = type(exc).__name__
+                    todo.put(item)  # redone by another actor
+                    return
+                except Exception as exc:  # noqa: BLE001  (the item's own failure, raised inside the actor)
+                    on_error(item, exc)
+                    continue
+                on_result(item, value)
+
+        threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in list(self.actors)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        while not todo.empty():
+            item = todo.get_nowait()
+            on_error(item, DistributedError("every Ray actor is gone; " + "; ".join(f"{k}: {v}" for k, v in self.lost.items())))
 
     @property
     def capacity(self) -> int:

@@ -71,9 +71,10 @@ def folder_id(f: dict[str, Any]) -> str:
 def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: float, total: float | None = None,
                     echo: Callable[[str], None] = print, workers: int = 0,
                     on_progress: Callable[[ExportProgress], None] | None = None,
-                    todo: list[dict[str, Any]] | None = None) -> int:
+                    todo: list[dict[str, Any]] | None = None, actors: Any = None) -> int:
     """Export every pending finding (or `todo`, from pending_findings); stop taking new ones after
-    `total` seconds (None = no cap). Returns how many were written."""
+    `total` seconds (None = no cap). Returns how many were written.  `actors`: started Ray actors
+    (distributed.RayActors) to fan the export out over, instead of local pools."""
     already = 0
     if todo is None:
         todo, already = pending_findings(campaign_dir, {s.name for s in specs})
@@ -110,15 +111,54 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
         if on_progress is not None:
             on_progress(prog)
 
-    try:
-        for_each_in_pools(specs, campaign_dir / "work" / "export", todo, one, workers or (os.cpu_count() or 2), stop=over_time)
-    finally:
-        close_runners()
+    if actors is not None:
+        _fan_out(actors, campaign_dir, todo, per_finding, reps, prog, lock, echo, on_progress, over_time)
+    else:
+        try:
+            for_each_in_pools(specs, campaign_dir / "work" / "export", todo, one, workers or (os.cpu_count() or 2), stop=over_time)
+        finally:
+            close_runners()
     if capped.is_set():
         left = prog.total - prog.done - prog.failed
         echo(f"repro export stopped at its time cap ({total:.0f}s) with {left} findings left; "
              f"finish with: ofuzz bugs {campaign_dir} (or ofuzz repro --all --campaign {campaign_dir})")
     return prog.done
+
+
+def _fan_out(actors: Any, campaign_dir: Path, todo: list[dict[str, Any]], per_finding: float, reps: Representatives, prog: ExportProgress,
+             lock: threading.Lock, echo: Callable[[str], None], on_progress: Callable[[ExportProgress], None] | None,
+             stop: Callable[[], bool]) -> None:
+    """The export over Ray actors: each triages in its own pool and sends the repro folder's files back; the driver
+    writes them and keeps the representatives' claims, so later findings of a cluster attach instead of reducing."""
+    models = campaign_dir / "models"
+
+    def call(handle: Any, f: dict[str, Any]) -> Any:
+        claims = list(reps.by_key.items())
+        return handle.triage.remote(f, (models / f"{f['first_model']}.onnx").read_bytes(), load_npz(models / f"{f['first_model']}.inputs.npz"),
+                                    per_finding, claims)
+
+    def done(f: dict[str, Any], value: tuple[dict[str, bytes], dict[str, Any]]) -> None:
+        files, info = value
+        out = campaign_dir / "repros" / folder_id(f)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, data in sorted(files.items(), key=lambda kv: kv[0] == "finding.json"):  # finding.json last: it marks the folder done
+            (out / name).write_bytes(data)
+        if "root" in info and info.get("pre_key") and not f.get("variant"):
+            reps.claim(info["pre_key"], folder_id(f))
+        with lock:
+            prog.done += 1
+        if on_progress is not None:
+            on_progress(prog)
+
+    def failed(f: dict[str, Any], exc: BaseException) -> None:
+        with lock:
+            prog.failed += 1
+            prog.errors.append(f"{folder_id(f)}: {type(exc).__name__}: {exc}")
+        echo(f"repro export of {folder_id(f)} failed: {type(exc).__name__}: {str(exc)[:300]}")
+        if on_progress is not None:
+            on_progress(prog)
+
+    actors.fan_out(todo, call, done, failed, stop)
 
 
 def _done_representatives(campaign_dir: Path) -> list[tuple[str, str]]:

@@ -85,3 +85,23 @@ def test_without_ray_installed_the_option_says_how_to_install(tmp_path, monkeypa
     monkeypatch.setitem(sys.modules, "ray", None)  # what an environment without the extra sees
     with pytest.raises(distributed.DistributedError, match=r"pip install 'ofuzz\[ray\]'"):
         distributed.connect("local")
+
+
+def test_the_export_fans_out_over_actors_and_matches_a_local_export(tmp_path):
+    """The campaign's export phase on 2 actors writes the same repro folders with the same classes as a local export."""
+    def klasses(out: Path) -> dict[str, str]:
+        return {p.parent.name: json.loads(p.read_text())["klass"] for p in (out / "repros").glob("*/finding.json")}
+
+    args = ["--engines", ENGINES, "--seed", "5", "--chooser", "random", "--blocks", "3..8", "--no-report", "--timeout", "5", "--models", "10"]
+    local = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", *args, "--out", str(tmp_path / "local"), "--workers", "2"],
+                           capture_output=True, text=True, env=ENV, timeout=900)
+    assert local.returncode == 0, local.stderr[-2000:]
+    on_ray = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", *args, "--out", str(tmp_path / "ray"), "--ray", "local", "--actors", "2"],
+                            capture_output=True, text=True, env=ENV, timeout=900)
+    assert on_ray.returncode == 0, on_ray.stderr[-2000:]
+    assert "export on Ray: 2 of 2 actors alive" in on_ray.stdout + on_ray.stderr, (on_ray.stdout + on_ray.stderr)[-1500:]
+    want = klasses(tmp_path / "local")
+    assert want and klasses(tmp_path / "ray") == want
+    for d in (tmp_path / "ray" / "repros").iterdir():
+        if json.loads((d / "finding.json").read_text()).get("klass") == "bug" and "attached_to" not in json.loads((d / "finding.json").read_text()):
+            assert (d / "model.onnx").is_file() and (d / "repro.py").is_file() and (d / "REPORT.md").is_file(), d
