@@ -32,7 +32,7 @@ from ofuzz.localise import pick_voters, value_source
 from ofuzz.oracle import DCF, DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
-from ofuzz.rootcause import RootKey, coarsen, crash_like, failure_of, key_of, upstream_of
+from ofuzz.rootcause import UPSTREAM, RootKey, coarsen, crash_like, failure_of, key_of, upstream_of
 from ofuzz.runner import EnginePool
 from ofuzz.signature import Signature, finding_id
 from ofuzz.witness import without, witnesses
@@ -234,5 +234,33 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, Any
             if rc["nodes"] is None or nodes < rc["nodes"]:
                 rc["nodes"], rc["repro"], rc["summary"] = nodes, f"repros/{fid}", info.get("summary", "")
                 rc["repro_check"] = info.get("repro_check", "")
+    absorb_supersets(roots)
     ranked = sorted(roots.values(), key=lambda r: (r["severity"], r["engine"], -r["occurrences"], r["id"]))
     return {"root_causes": ranked, "classes": {k: sorted(v) for k, v in classes.items()}}
+
+
+def absorb_supersets(roots: dict[str, dict[str, Any]]) -> None:
+    """A failure keyed `upstream` (its failing operator runs alone, so the defect lies in what feeds it) whose operators
+    include all of a smaller upstream failure's, of the same engine and status, joins that smaller root cause: the extra
+    operators are consumers the reducer could not remove, which carry the same bad tensor further (onnx2tf's
+    dynamic-shape Expand reached Conv, Equal, MatMul, Slice→Pad: one root cause, not five).  Only into another upstream
+    root cause: an operator that fails on its own (a grouped Conv1D) is a defect of its own, not the source of others."""
+    def ops(r: dict[str, Any]) -> set[str]:
+        return set(r["key"]["ops"])
+
+    for rid in sorted(roots, key=lambda i: -len(ops(roots[i]))):  # largest first, so chains collapse onto the smallest
+        r = roots[rid]
+        if r["key"]["failure"] != UPSTREAM or not ops(r):
+            continue
+        into = [o for o in roots.values() if o is not r and o["engine"] == r["engine"] and o["key"]["status"] == r["key"]["status"]
+                and o["key"]["failure"] == UPSTREAM and o["key"]["ops"] and ops(o) < ops(r)]
+        if not into:
+            continue
+        target = min(into, key=lambda o: (len(ops(o)), o["id"]))
+        target["signatures"] += [s for s in r["signatures"] if s not in target["signatures"]]
+        target["findings"] += r["findings"]
+        target["occurrences"] += r["occurrences"]
+        target.setdefault("absorbed", []).append(rid)
+        if r["first_idx"] is not None and (target["first_idx"] is None or r["first_idx"] < target["first_idx"]):
+            target["first_idx"], target["first_model"] = r["first_idx"], r["first_model"]
+        del roots[rid]

@@ -188,3 +188,18 @@ def test_a_defect_seen_through_different_consumers_is_one_root_cause(tmp_path):
     got = cluster(tmp_path / "c", rows)
     (rc,) = got["root_causes"]
     assert rc["key"]["failure"] == "upstream" and list(rc["key"]["ops"]) == ["Relu"] and len(rc["signatures"]) == 2, rc
+
+
+def test_upstream_failures_collapse_onto_the_smallest_upstream_culprit_only():
+    from ofuzz.triage import absorb_supersets
+
+    def rc(rid: str, failure: str, ops: list[str], status: str = "IF") -> dict:
+        return {"id": rid, "engine": "tensorflow", "key": {"status": status, "failure": failure, "ops": ops}, "signatures": [rid + "-sig"],
+                "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid}
+
+    roots = {r["id"]: r for r in [rc("rc-1", "upstream", ["Expand"]), rc("rc-2", "upstream", ["Expand", "Slice"]),
+                                  rc("rc-3", "upstream", ["Expand", "MatMul", "Pad", "Slice"]), rc("rc-4", "upstream", ["Equal", "Expand"], "MCF"),
+                                  rc("rc-5", "exception:ValueError", ["Conv"], "MCF"), rc("rc-6", "upstream", ["Conv", "Slice"], "MCF")]}
+    absorb_supersets(roots)
+    assert set(roots) == {"rc-1", "rc-4", "rc-5", "rc-6"}  # MCF stays apart from IF; a Conv failing alone absorbs nothing
+    assert sorted(roots["rc-1"]["findings"]) == ["rc-1", "rc-2", "rc-3"] and roots["rc-1"]["occurrences"] == 3
