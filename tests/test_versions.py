@@ -39,3 +39,20 @@ def test_differences_say_regression_or_fix_by_which_version_is_newer():
     got = {d["id"]: d["kind"] for d in differences(roots, families, {}, lambda i, e: status.get((i, e)))}
     assert got == {"rc-new": "regression", "rc-old": "fixed"}
     assert str(version_of("mnn", {"mnn": "3.6.1"})) == "3.6.1" and version_of("reference", {}) is None
+
+
+def test_a_real_older_onnxruntime_installs_on_first_use_and_runs_beside_the_current_one(tmp_path):
+    """onnxruntime@1.17.3 from the package index (installed once into the cache, reused after) judges the same models
+    as the core environment's onnxruntime, in one family."""
+    import json
+    import sqlite3
+
+    out = tmp_path / "c"
+    r = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", "--engines", "onnxruntime,onnxruntime@1.17.3,reference", "--models", "12",
+                        "--seed", "3", "--no-reduce", "--no-report", "--out", str(out), "--workers", "1"], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    con = sqlite3.connect(str(out / "campaign.sqlite"))
+    versions = json.loads(con.execute("SELECT value FROM meta WHERE key = 'versions'").fetchone()[0])
+    ran = con.execute("SELECT COUNT(*) FROM engine_runs WHERE engine = 'onnxruntime@1.17.3' AND status IN ('DCP', 'DCF')").fetchone()[0]
+    con.close()
+    assert versions["onnxruntime@1.17.3"] == "1.17.3" and versions["onnxruntime"] != "1.17.3" and ran >= 10, (versions, ran)
