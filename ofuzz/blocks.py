@@ -16,7 +16,7 @@ KNOWN_DTYPES = ("float32", "int64", "int32", "bool")
 KNOWN_DOMAINS = ("positive", "nonneg", "unit", "ge1")
 BLOCK_FIELDS = {
     "name", "op", "rule", "in_degree", "out_degree", "params", "constraints", "dtypes",
-    "ranks", "domain", "ops", "edges", "paper", "doc",
+    "ranks", "domain", "ops", "edges", "paper", "doc", "opsets",
 }
 
 
@@ -82,6 +82,10 @@ class Block:
     edges: tuple[tuple[int, int], ...] = ()
     paper: str | None = None
     doc: str = ""
+    opsets: tuple[int, int] = (1, 99)  # ONNX versions the block exists at (Mish: 18..); placed only in models of those
+
+    def at(self, opset: int) -> bool:
+        return self.opsets[0] <= opset <= self.opsets[1]
 
     @property
     def is_subgraph(self) -> bool:
@@ -141,6 +145,15 @@ class Corpus:
 
     def __getitem__(self, name: str) -> Block:
         return self.blocks[name]
+
+    def at(self, opset: int) -> "Corpus":
+        """The blocks a model of this ONNX version may hold (a subgraph needs every inner block there); cached."""
+        cache = self.__dict__.setdefault("_at", {})
+        if opset not in cache:
+            keep = {n: b for n, b in self.blocks.items()
+                    if b.at(opset) and all(o.block not in self.blocks or self.blocks[o.block].at(opset) for o in b.ops)}
+            cache[opset] = self if len(keep) == len(self.blocks) else Corpus(keep, self.files)
+        return cache[opset]
 
     @property
     def operator_types(self) -> list[str]:

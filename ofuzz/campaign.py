@@ -22,6 +22,7 @@ from ofuzz.blocks import Corpus
 from ofuzz.coverage import Coverage, OpRecord
 from ofuzz.fine_coverage import fine_keys
 from ofuzz.engines.registry import EngineSpec
+from ofuzz.solver.rules import OPSET
 from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one
 from ofuzz.judging import Judged, Policy
 from ofuzz.judges import JudgeLost, Judges, LocalPools
@@ -47,6 +48,7 @@ class CampaignOptions:
     prefer: float = 1.0  # see GenerateOptions.prefer
     reduce: bool = True
     reduce_budget: float = 20.0  # seconds per finding
+    opsets: tuple[int, int] = (17, 17)  # ONNX versions of the models (one drawn per model)
 
 
 @dataclass
@@ -92,7 +94,9 @@ class Campaign:
         done = self.store.committed_indices()
         self.rng = np.random.default_rng([opts.seed, len(done), 7])
         self.chooser = make_chooser(opts.chooser, corpus, self.coverage, self.rng)
-        self.gen_opts = GenerateOptions(blocks=opts.blocks, graph=opts.graph, mutations=opts.mutations, prefer=opts.prefer)
+        self.gen_opts = GenerateOptions(blocks=opts.blocks, graph=opts.graph, mutations=opts.mutations, prefer=opts.prefer,
+                                        opsets=None if opts.opsets[0] == opts.opsets[1] == OPSET else tuple(opts.opsets))
+        self.max_opset = {s.name: s.max_opset for s in specs if s.max_opset}
         self.signatures = self.store.signatures()
         self.policy = Policy.default()
         # engine -> {(op, attribute or None)} it said it does not support: such models are not sent to it again
@@ -162,6 +166,10 @@ class Campaign:
     def _skips(self, m: GeneratedModel) -> dict[str, str]:
         """Engines this model is not sent to: it holds a construct the engine already said it does not support."""
         out: dict[str, str] = {}
+        opset = int(m.provenance.get("opset", OPSET))
+        for eng, limit in self.max_opset.items():
+            if opset > limit:
+                out[eng] = f"opset {opset} is above its max_opset {limit}"
         for eng, gaps in self.gaps.items():
             for node in m.model.graph.node:
                 hit = next((g for g in gaps if g[0] == node.op_type and (g[1] is None or any(a.name == g[1] for a in node.attribute))), None)
@@ -330,7 +338,7 @@ def saved_options(out: Path) -> CampaignOptions | None:
         saved = st.get_meta("options")
     finally:
         st.close()
-    return CampaignOptions(**{**saved, "blocks": tuple(saved["blocks"])}) if saved else None
+    return CampaignOptions(**{**saved, "blocks": tuple(saved["blocks"]), "opsets": tuple(saved.get("opsets", (OPSET, OPSET)))}) if saved else None
 
 
 def empty_shell(out: Path) -> bool:

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ofuzz.corpus import CorpusError, load_corpus
-from ofuzz.defaults import CHOOSERS, DEFAULT_ENGINES, GRAPH_MODELS, default_runs_dir, parse_blocks, parse_duration
+from ofuzz.defaults import CHOOSERS, DEFAULT_ENGINES, GRAPH_MODELS, default_runs_dir, parse_blocks, parse_duration, parse_opsets
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="ofuzz: graph-based differential fuzzing of DL inference engines.")
 console = Console(stderr=True)
@@ -33,6 +33,17 @@ def blocks_range(spec: str) -> tuple[int, int]:
         return parse_blocks(spec)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
+
+
+def opset_range(spec: str) -> tuple[int, int]:
+    try:
+        return parse_opsets(spec)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+OPSET_OPTION = typer.Option("17", "--opset", help="ONNX version of the models: N or LO..HI (one drawn per model; blocks of later versions, "
+                            "such as Mish at 18, appear only in models of those; an engine is not sent a model above its max_opset).")
 
 
 def duration(spec: str, option: str = "--budget") -> float:
@@ -74,13 +85,14 @@ def generate(
     corpus: Optional[list[Path]] = CORPUS_OPTION,
     check: bool = typer.Option(True, "--check/--no-check", help="Run onnx.checker (full) on every model."),
     start: int = typer.Option(0, help="Index of the first model (to extend a set)."),
+    opset: str = OPSET_OPTION,
 ) -> None:
     """Generate models: DIR/<id>.onnx, DIR/<id>.inputs.npz and DIR/<id>.json."""
     from ofuzz.generate import GenerateOptions, generate_one
 
     _check_graph(graph)
     c = _corpus(corpus)
-    opts = GenerateOptions(blocks=blocks_range(blocks), graph=graph, mutations=mutations, check=check)
+    opts = GenerateOptions(blocks=blocks_range(blocks), graph=graph, mutations=mutations, check=check, opsets=opset_range(opset))
     degraded = 0
     with Progress(TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task("gen", total=count)
@@ -322,6 +334,7 @@ def campaign(
     known: Optional[Path] = typer.Option(None, "--known", help="Known-bugs store: root causes found there are reported as known, not new."),
     ray: Optional[str] = typer.Option(None, "--ray", help="Judge on Ray actors: 'local' (start or join Ray on this machine), 'auto' or ray://HOST:PORT (a cluster). Needs the extra: pip install 'ofuzz[ray]'."),
     actors: int = typer.Option(0, "--actors", help="With --ray: engine-pool actors (default: the cluster's CPUs)."),
+    opset: str = OPSET_OPTION,
 ) -> None:
     """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""
     import os
@@ -355,7 +368,7 @@ def campaign(
         b = duration(budget) if budget else (None if (models or tests) else 600.0)
         opts = CampaignOptions(engines=names, budget=b, models=models, tests=tests, blocks=blocks_range(blocks), graph=graph,
                                mutations=mutations, chooser=chooser, seed=seed, workers=workers or (os.cpu_count() or 2),
-                               run_all=run_all, localise=localise_dcf, timeout=timeout)
+                               run_all=run_all, localise=localise_dcf, timeout=timeout, opsets=opset_range(opset))
         out = out or default_runs_dir() / _time.strftime("%Y%m%d-%H%M%S")
         if (out / "campaign.sqlite").exists() and not empty_shell(out):
             fail(f"{out} already holds a campaign; continue it with --resume {out} or pick another --out")

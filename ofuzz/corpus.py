@@ -169,7 +169,22 @@ def _block(raw: Any, defaults: dict[str, Any], src: str, index: int) -> Block:
         in_degree=in_degree, out_degree=out_degree, params=specs, constraints=tuple(constraints),
         dtypes=tuple(dtypes), ranks=tuple(ranks) if ranks else None, domain=domain, ops=ops, edges=edges,
         paper=data.get("paper") if "paper" in raw else None, doc=str(raw.get("doc", "")),
+        opsets=_opsets(data.get("opsets"), where),
     )
+
+
+def _opsets(raw: Any, where: str) -> tuple[int, int]:
+    """`opsets: [18, 99]` (or [18]): the ONNX versions a block exists at."""
+    if raw is None:
+        return (1, 99)
+    if isinstance(raw, int):
+        raw = [raw]
+    if not (isinstance(raw, list) and 1 <= len(raw) <= 2 and all(isinstance(v, int) and 1 <= v <= 99 for v in raw)):
+        raise CorpusError(f"{where}: field opsets: expected [FIRST] or [FIRST, LAST] ONNX versions (for example [18] or [13, 19])")
+    lo, hi = raw[0], raw[-1] if len(raw) == 2 else 99
+    if lo > hi:
+        raise CorpusError(f"{where}: field opsets: {raw} is empty (first > last)")
+    return (lo, hi)
 
 
 def load_file(path: Path) -> list[Block]:

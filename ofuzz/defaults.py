@@ -28,6 +28,18 @@ def parse_blocks(spec: str) -> tuple[int, int]:
     return rng
 
 
+def parse_opsets(spec: str) -> tuple[int, int]:
+    """'17' or '17..20' → the ONNX versions models are generated at (one drawn per model)."""
+    try:
+        lo, _, hi = spec.partition("..") if ".." in spec else (spec, "", spec)
+        rng = (int(lo), int(hi))
+    except ValueError:
+        raise ValueError(f"--opset takes N or LO..HI (for example 17 or 17..20), got {spec!r}") from None
+    if not 13 <= rng[0] <= rng[1] <= 24:
+        raise ValueError(f"--opset must lie within 13..24 (what the solver's rules and onnx {'1.23'} know), got {spec!r}")
+    return rng
+
+
 def parse_duration(spec: str) -> float:
     """'30m', '90s', '2h', '1h30m' or plain seconds → seconds (ValueError says what is allowed)."""
     spec = spec.strip().lower()

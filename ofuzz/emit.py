@@ -1,7 +1,8 @@
 """Emission: builder contents → `onnx.ModelProto`, provenance in metadata_props.
 
 IR version 8 at opset 17 is what every target engine accepts here (onnx 1.23
-writes IR 12 by default, which the older onnxruntime pinned by onnx2tf refuses).
+writes IR 12 by default, which the older onnxruntime pinned by onnx2tf refuses);
+a later opset gets the lowest IR version that may carry it (opset 19: IR 9).
 """
 from __future__ import annotations
 
@@ -14,6 +15,12 @@ from onnx import helper
 from ofuzz.solver.builder import Builder, T
 
 IR_VERSION = 8
+
+
+def ir_version_for(opset: int) -> int:
+    """The lowest IR version onnx's version table pairs with this ai.onnx opset (at least IR_VERSION)."""
+    irs = [ir for _, ir, ai_onnx, *_ in helper.VERSION_TABLE if ai_onnx is not None and ai_onnx >= opset]
+    return max(IR_VERSION, min(irs, default=IR_VERSION))
 
 
 def _vi(t: T) -> onnx.ValueInfoProto:
@@ -31,7 +38,7 @@ def emit_model(b: Builder, outputs: list[T], name: str, provenance: dict[str, An
     model = helper.make_model(
         graph,
         opset_imports=[helper.make_opsetid("", b.opset)],
-        ir_version=IR_VERSION,
+        ir_version=ir_version_for(b.opset),
         producer_name="ofuzz",
         producer_version=provenance.get("ofuzz_version", ""),
     )

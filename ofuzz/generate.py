@@ -7,7 +7,7 @@ byte-identical models regardless of what was generated before.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ class GenerateOptions:
     graph: str = "mixed"
     mutations: bool = True
     opset: int = OPSET
+    opsets: tuple[int, int] | None = None  # a range: each model's ONNX version drawn from it (its own random stream)
     cap: int = DEFAULT_CAP
     values: ValuePolicy = field(default_factory=ValuePolicy)
     check: bool = False  # run the full onnx checker on every model
@@ -70,6 +71,12 @@ def model_id(seed: int, index: int) -> str:
 def generate_one(
     corpus: Corpus, seed: int, index: int, opts: GenerateOptions, preferred: list[str] | None = None
 ) -> GeneratedModel:
+    if opts.opsets is not None:  # drawn apart from the model's stream, so a single version gives today's models
+        lo_v, hi_v = opts.opsets
+        opts = replace(opts, opset=int(np.random.default_rng([seed, index, 18]).integers(lo_v, hi_v + 1)), opsets=None)
+    corpus = corpus.at(opts.opset)
+    if preferred:
+        preferred = [b for b in preferred if b in corpus.blocks]  # a block of a later version waits for a model of it
     rng = np.random.default_rng([seed, index])
     lo, hi = opts.blocks
     n = int(rng.integers(lo, hi + 1))

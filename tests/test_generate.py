@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import onnx
+import pytest
 import onnxruntime as ort
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -54,7 +55,7 @@ def test_every_block_generates_and_runs(corpus):
     for name, blk in corpus.blocks.items():
         hits = ok = 0
         for i in range(60):
-            m = generate_one(corpus, 7, i, GenerateOptions(blocks=(2, 4), graph="mixed", mutations=False), preferred=[name])
+            m = generate_one(corpus, 7, i, GenerateOptions(blocks=(2, 4), graph="mixed", mutations=False, opset=max(17, blk.opsets[0])), preferred=[name])
             if name not in m.provenance["blocks"]:
                 continue
             hits += 1
@@ -70,6 +71,33 @@ def test_every_block_generates_and_runs(corpus):
                 break
         assert hits >= 2, f"block {name} was never placed"
         assert ok >= hits - 1, problems[-3:]
+
+
+@pytest.mark.parametrize("opset", [18, 19, 20, 21])
+def test_later_opsets_give_valid_models_onnxruntime_runs(corpus, opset):
+    """The version-dependent forms (Reduce* axes as an input and Split's num_outputs from 18, Pad's axes input, Resize's
+    antialias / axes / keep_aspect_ratio_policy, GridSample's renamed modes at 20) generate without degrading and run."""
+    seen: set[str] = set()
+    for i in range(40):
+        m = generate_one(corpus, 3, i, GenerateOptions(blocks=(4, 8), opset=opset))
+        assert m.provenance["opset"] == opset and not m.provenance["degraded"], m.provenance["degraded"]
+        assert m.model.opset_import[0].version == opset
+        onnx.checker.check_model(m.model, full_check=True)
+        run_ort(m)
+        seen |= set(m.provenance["ops"])
+    assert any(op.startswith("Reduce") for op in seen)
+
+
+def test_an_opset_range_draws_one_version_per_model_and_keeps_later_blocks_to_theirs(corpus):
+    opts = GenerateOptions(blocks=(3, 6), opsets=(17, 18))
+    got = [generate_one(corpus, 5, i, opts, preferred=["Mish"]) for i in range(30)]
+    versions = {m.provenance["opset"] for m in got}
+    assert versions == {17, 18}
+    assert all(m.provenance["opset"] == 18 for m in got if "Mish" in m.provenance["ops"])
+    assert any("Mish" in m.provenance["ops"] for m in got)
+    # a single version draws nothing: the same models as before version ranges existed
+    same = generate_one(corpus, 5, 0, GenerateOptions(blocks=(3, 6), opsets=(17, 17)))
+    assert same.model.SerializeToString() == generate_one(corpus, 5, 0, GenerateOptions(blocks=(3, 6))).model.SerializeToString()
 
 
 def test_cli_generate_writes_model_inputs_and_sidecar(tmp_path):

@@ -27,10 +27,12 @@ def validate_block(blk: Block, blocks: dict[str, Block]) -> None:
     rule = RULES.get(blk.rule)
     if rule is None:
         raise CorpusError(f"{where}: field rule: unknown rule {blk.rule!r}; known rules: {', '.join(sorted(RULES))}")
+    at = max(OPSET, blk.opsets[0])  # a block of a later version (Mish: 18) is checked at that version
     try:
-        schema = defs.get_schema(blk.op, OPSET)
+        schema = defs.get_schema(blk.op, at)
     except Exception:
-        raise CorpusError(f"{where}: field op: {blk.op!r} is not an ONNX operator at opset {OPSET}") from None
+        raise CorpusError(f"{where}: field op: {blk.op!r} is not an ONNX operator at opset {at}"
+                          + ("" if blk.opsets[0] > OPSET else "; give the version it appeared in with opsets: [N]")) from None
     for spec in blk.params:
         if rule.passthrough:
             if spec.name not in schema.attributes:

@@ -149,10 +149,10 @@ def reduce(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     mode = str(p.get("axes", "subset"))
     keepdims = int(p.get("keepdims", 1))
     axes = _pick_axes(b, x.rank, p) if mode == "subset" else None
-    if blk.op == "ReduceSum":
+    if blk.op == "ReduceSum" or b.opset >= 18:  # axes became an input: ReduceSum at 13, every other Reduce* at 18
         noop = int(p.get("noop_with_empty_axes", 0)) if axes is None else None
         ax = b.ints(axes, "axes") if axes is not None else None
-        return b.op("ReduceSum", [x, ax] if ax is not None else [x], keepdims=keepdims, noop_with_empty_axes=noop)
+        return b.op(blk.op, [x, ax] if ax is not None else [x], keepdims=keepdims, noop_with_empty_axes=noop)
     return b.op(blk.op, [x], keepdims=keepdims, axes=axes)
 
 

@@ -54,6 +54,8 @@ def flatten(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Flatten at a normalised axis."""
     x = ins[0]
     axis = norm_axis(int(p.get("axis", 1)), x.rank, extra=1)
+    if axis < -x.rank:  # Flatten takes [-r, r]: -(r+1) (and -1 on a scalar) would be invalid
+        axis += x.rank + 1
     return b.op("Flatten", [x], axis=axis)
 
 
@@ -179,6 +181,12 @@ def pad_rule(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
         pads_b.append(int(b.rng.integers(lo, max(hi, lo) + 1)))
         pads_e.append(int(b.rng.integers(lo, max(hi, lo) + 1)))
     args: list[T | None] = [x, b.ints(pads_b + pads_e, "pads")]
+    if b.opset >= 18 and b.rng.random() < 0.4:  # opset 18's `axes` input: pads for some axes only (maybe negative)
+        axes = sorted(b.rng.choice(x.rank, size=int(b.rng.integers(1, x.rank + 1)), replace=False).tolist())
+        args[1] = b.ints([pads_b[a] for a in axes] + [pads_e[a] for a in axes], "pads")
+        given = [a - x.rank if b.rng.random() < 0.3 else a for a in axes]
+        value = b.const(np.array(p.get("value", 0.5), np.float32), "pad_value") if mode == "constant" and p.get("value_given") else None
+        return b.op("Pad", [x, args[1], value, b.ints(given, "axes")], mode=mode)
     if mode == "constant" and p.get("value_given"):
         args.append(b.const(np.array(p.get("value", 0.5), np.float32), "pad_value"))
     return b.op("Pad", args, mode=mode)
@@ -199,6 +207,10 @@ def split(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
         cuts = sorted(b.rng.choice(np.arange(1, d), size=n - 1, replace=False).tolist()) if n > 1 else []
         sizes = np.diff([0, *cuts, d]).tolist()
         return b.op("Split", [x, b.ints(sizes, "split")], n, axis=axis)
+    if b.opset >= 18:  # num_outputs (required without `split` from 18); the last chunk may be smaller
+        while n > 1 and -(-d // n) * (n - 1) >= d:
+            n -= 1
+        return b.op("Split", [x], n, axis=axis, num_outputs=n)
     while d % n:
         n -= 1
     return b.op("Split", [x], n, axis=axis)

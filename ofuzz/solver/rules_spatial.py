@@ -192,6 +192,17 @@ def resize(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
         attrs["exclude_outside"] = p.get("exclude_outside", 0)
     if ctm == "tf_crop_and_resize":
         attrs["extrapolation_value"] = p.get("extrapolation_value", 0.0)
+    if b.opset >= 18 and roi is None:  # opset 18: antialias, keep_aspect_ratio_policy, and scales/sizes for given axes only
+        if mode in ("linear", "cubic") and b.rng.random() < 0.3:
+            attrs["antialias"] = 1
+        if b.rng.random() < 0.3:
+            attrs["axes"] = [2, 3] if b.rng.random() < 0.5 else [-2, -1]
+            if p.get("by", "scales") == "sizes":
+                if b.rng.random() < 0.4:
+                    attrs["keep_aspect_ratio_policy"] = str(b.rng.choice(["not_larger", "not_smaller"]))
+                sizes = [max(1, int(round(x.shape[2 + i] * scales_hw[i]))) for i in range(2)]
+                return b.op("Resize", [x, None, None, b.ints(sizes, "sizes")], **attrs)
+            return b.op("Resize", [x, None, b.const(np.array(scales_hw, np.float32), "scales")], **attrs)
     if p.get("by", "scales") == "sizes":
         sizes = [x.shape[0], x.shape[1]] + [max(1, int(round(x.shape[2 + i] * scales_hw[i]))) for i in range(2)]
         return b.op("Resize", [x, roi, None, b.ints(sizes, "sizes")], **attrs)
@@ -224,7 +235,10 @@ def grid_sample(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     x = ins[0]
     ho, wo = int(p.get("out_h", 4)), int(p.get("out_w", 4))
     grid = b.const(np.round(b.rng.uniform(-1.1, 1.1, (x.shape[0], ho, wo, 2)), 4).astype(np.float32), "grid")
-    return b.op("GridSample", [x, grid], mode=p.get("mode"), padding_mode=p.get("padding_mode"), align_corners=p.get("align_corners"))
+    mode = p.get("mode")
+    if b.opset >= 20 and mode is not None:  # opset 20 renamed the modes (and made them N-d)
+        mode = {"bilinear": "linear", "bicubic": "cubic"}.get(str(mode), mode)
+    return b.op("GridSample", [x, grid], mode=mode, padding_mode=p.get("padding_mode"), align_corners=p.get("align_corners"))
 
 
 def _round_to(b: Builder, x: T, dims: dict[int, int]) -> T:
