@@ -32,7 +32,7 @@ from ofuzz.localise import pick_voters, value_source
 from ofuzz.oracle import DCF, DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
-from ofuzz.rootcause import UPSTREAM, RootKey, coarsen, crash_like, failure_of, key_of, upstream_of
+from ofuzz.rootcause import UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of, key_of, upstream_of
 from ofuzz.runner import EnginePool
 from ofuzz.signature import Signature, finding_id
 from ofuzz.witness import without, witnesses
@@ -207,7 +207,8 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, Any
                 infos[p.parent.name] = {**json.loads(p.read_text()), "_row": f}
     roots: dict[str, dict[str, Any]] = {}
     classes: dict[str, list[str]] = {}
-    for fid, info in infos.items():
+    key_of_fid: dict[str, RootKey] = {}
+    for fid, info in sorted(infos.items(), key=lambda kv: "~" in kv[0]):  # a signature's first model before its variants
         klass = info.get("klass", UNCONFIRMED)
         rep = info if "root" in info else infos.get(info.get("attached_to", ""), {})
         if klass == BUG and "root" not in rep:
@@ -217,7 +218,12 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, Any
             classes.setdefault(klass, []).append(fid)
         if klass != BUG:
             continue
-        key = coarsen(RootKey.from_json(rep["root"]), rep.get("reduction", {}).get("nodes_after", 0), Signature.parse(rep["signature"]).text)
+        nodes = rep.get("reduction", {}).get("nodes_after", 0)
+        key = coarsen(RootKey.from_json(rep["root"]), nodes, Signature.parse(rep["signature"]).text)
+        base = fid.split("~")[0]
+        if variant and nodes > WELL_REDUCED and base in key_of_fid:
+            key = key_of_fid[base]  # a further model that did not reduce says nothing new: it joins its signature's root cause
+        key_of_fid[fid] = key
         rc = roots.setdefault(key.id(), {"id": key.id(), "key": key.to_json(), "severity": key.severity(), "engine": key.engine,
                                          "signatures": [], "findings": [], "occurrences": 0, "first_idx": None, "first_model": None,
                                          "repro": None, "nodes": None})

@@ -203,3 +203,26 @@ def test_upstream_failures_collapse_onto_the_smallest_upstream_culprit_only():
     absorb_supersets(roots)
     assert set(roots) == {"rc-1", "rc-4", "rc-5", "rc-6"}  # MCF stays apart from IF; a Conv failing alone absorbs nothing
     assert sorted(roots["rc-1"]["findings"]) == ["rc-1", "rc-2", "rc-3"] and roots["rc-1"]["occurrences"] == 3
+
+
+def test_a_further_model_that_did_not_reduce_joins_its_signatures_root_cause(tmp_path):
+    """Variants (repros/<id>~k) are triaged to find *other* defects behind one message; one whose reduction failed
+    says nothing new (its key would be the message alone) and must not become a root cause of its own."""
+    import json
+
+    from ofuzz.rootcause import RootKey
+    from ofuzz.signature import finding_id
+    from ofuzz.triage import cluster
+
+    sig = "tensorflow|MCF|exception|SystemExit|GridSample|bicubic is not supported"
+    fid = finding_id(sig)
+    reduced = RootKey("tensorflow", "MCF", "exception:SystemExit", ("GridSample",), ("GridSample.mode=bicubic",), ())
+    unreduced = RootKey("tensorflow", "MCF", "exception:SystemExit", ("Add", "GridSample", "Relu", "Sub"), (), ())
+    for folder, key, nodes in ((fid, reduced, 1), (fid + "~1", unreduced, 23)):
+        d = tmp_path / "repros" / folder
+        d.mkdir(parents=True)
+        (d / "finding.json").write_text(json.dumps({"klass": "bug", "signature": sig, "root": key.to_json(), "first_idx": 3,
+                                                    "first_model": "m", "reduction": {"nodes_after": nodes}}))
+    got = cluster(tmp_path, [{"signature": sig, "first_idx": 3, "first_model": "m", "count": 2}])
+    (rc,) = got["root_causes"]
+    assert rc["findings"] == [fid, fid + "~1"] and list(rc["key"]["ops"]) == ["GridSample"]
