@@ -543,9 +543,24 @@ def _version_differences(campaign_dir: Path, roots: list[dict[str, Any]]) -> lis
             families = {s.name: s.family_name for s in resolve(names)}
         except EngineError:
             return []
-        return differences(roots, families, st.get_meta("versions", {}) or {}, st.status_of)
+        return differences(roots, families, st.get_meta("versions", {}) or {}, st.status_of, lambda r, e: _passes_repro(campaign_dir, r, e))
     finally:
         st.close()
+
+
+def _passes_repro(campaign_dir: Path, root: dict[str, Any], engine: str) -> bool | None:
+    """Did `engine` match the expected outputs on the root cause's reduced repro (its outputs are kept there)?"""
+    from ofuzz.compare import RULE
+    from ofuzz.npz import load_npz
+
+    folder = campaign_dir / (root.get("repro") or "")
+    if not root.get("repro") or not (folder / "expected.npz").is_file():
+        return None
+    mine = folder / f"{engine}.outputs.npz"
+    if not mine.is_file():
+        return False  # it failed on the repro (no outputs were written for it)
+    want = load_npz(folder / "expected.npz")
+    return bool(want) and RULE.compare_outputs(load_npz(mine), want, sorted(want)).ok
 
 
 @app.command()

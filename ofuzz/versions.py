@@ -27,15 +27,18 @@ def version_of(engine: str, versions: dict[str, str]) -> Version | None:
 
 
 def differences(roots: list[dict[str, Any]], families: dict[str, str], versions: dict[str, str],
-                status_of: Callable[[int, str], str | None]) -> list[dict[str, Any]]:
-    """Root causes blamed on one version while another version of the same engine passed (DCP) the same model."""
+                status_of: Callable[[int, str], str | None],
+                passes_repro: Callable[[dict[str, Any], str], bool | None] = lambda r, e: None) -> list[dict[str, Any]]:
+    """Root causes blamed on one version while another version of the same engine passed (DCP) the same model.
+    `passes_repro(root, engine)`: whether that version also passes the root cause's reduced repro (None: unknown);
+    a difference the reduced repro does not show is left out (the versions differed on the model, not on the defect)."""
     out = []
     for r in roots:
         fam = families.get(r["engine"])
         if fam is None or r.get("first_idx") is None:
             continue
         for other in sorted(e for e, f in families.items() if f == fam and e != r["engine"]):
-            if status_of(int(r["first_idx"]), other) != "DCP":
+            if status_of(int(r["first_idx"]), other) != "DCP" or passes_repro(r, other) is False:
                 continue
             mine, theirs = version_of(r["engine"], versions), version_of(other, versions)
             if mine is None or theirs is None or mine == theirs:
