@@ -36,6 +36,21 @@ class ExportProgress:
     failed: int = 0
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, fid: str, exc: BaseException | None, echo: Callable[[str], None],
+               on_progress: Callable[["ExportProgress"], None] | None) -> None:
+        """One finding done (or failed with `exc`: one broken export must not stop the others)."""
+        with self.lock:
+            if exc is None:
+                self.done += 1
+            else:
+                self.failed += 1
+                self.errors.append(f"{fid}: {type(exc).__name__}: {exc}")
+        if exc is not None:
+            echo(f"repro export of {fid} failed: {type(exc).__name__}: {str(exc)[:300]}")
+        if on_progress is not None:
+            on_progress(self)
 
 
 EXTRA_MODELS = 1  # further models triaged per IF/MCF signature: one message can hide different defects
@@ -87,7 +102,6 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
     for f in _done_representatives(campaign_dir):
         reps.claim(*f)
     t0 = time.monotonic()
-    lock = threading.Lock()
     capped = threading.Event()
 
     def over_time() -> bool:
@@ -101,18 +115,13 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
         try:
             triage_finding(pool, by_name, f, models / f"{f['first_model']}.onnx", load_npz(models / f"{f['first_model']}.inputs.npz"),
                            campaign_dir / "repros" / fid, per_finding, policy, reps)
-            with lock:
-                prog.done += 1
-        except Exception as exc:  # one broken export must not stop the others
-            with lock:
-                prog.failed += 1
-                prog.errors.append(f"{fid}: {type(exc).__name__}: {exc}")
-            echo(f"repro export of {fid} failed: {type(exc).__name__}: {exc}")
-        if on_progress is not None:
-            on_progress(prog)
+        except Exception as exc:  # noqa: BLE001  (recorded; the others go on)
+            prog.record(fid, exc, echo, on_progress)
+            return
+        prog.record(fid, None, echo, on_progress)
 
     if actors is not None:
-        _fan_out(actors, campaign_dir, todo, per_finding, reps, prog, lock, echo, on_progress, over_time)
+        _fan_out(actors, campaign_dir, todo, per_finding, reps, prog, echo, on_progress, over_time)
     else:
         try:
             for_each_in_pools(specs, campaign_dir / "work" / "export", todo, one, workers or (os.cpu_count() or 2), stop=over_time)
@@ -126,8 +135,7 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
 
 
 def _fan_out(actors: Any, campaign_dir: Path, todo: list[dict[str, Any]], per_finding: float, reps: Representatives, prog: ExportProgress,
-             lock: threading.Lock, echo: Callable[[str], None], on_progress: Callable[[ExportProgress], None] | None,
-             stop: Callable[[], bool]) -> None:
+             echo: Callable[[str], None], on_progress: Callable[[ExportProgress], None] | None, stop: Callable[[], bool]) -> None:
     """The export over Ray actors: each triages in its own pool and sends the repro folder's files back; the driver
     writes them and keeps the representatives' claims, so later findings of a cluster attach instead of reducing."""
     models = campaign_dir / "models"
@@ -145,20 +153,9 @@ def _fan_out(actors: Any, campaign_dir: Path, todo: list[dict[str, Any]], per_fi
             (out / name).write_bytes(data)
         if "root" in info and info.get("pre_key") and not f.get("variant"):
             reps.claim(info["pre_key"], folder_id(f))
-        with lock:
-            prog.done += 1
-        if on_progress is not None:
-            on_progress(prog)
+        prog.record(folder_id(f), None, echo, on_progress)
 
-    def failed(f: dict[str, Any], exc: BaseException) -> None:
-        with lock:
-            prog.failed += 1
-            prog.errors.append(f"{folder_id(f)}: {type(exc).__name__}: {exc}")
-        echo(f"repro export of {folder_id(f)} failed: {type(exc).__name__}: {str(exc)[:300]}")
-        if on_progress is not None:
-            on_progress(prog)
-
-    actors.fan_out(todo, call, done, failed, stop)
+    actors.fan_out(todo, call, done, lambda f, exc: prog.record(folder_id(f), exc, echo, on_progress), stop)
 
 
 def _done_representatives(campaign_dir: Path) -> list[tuple[str, str]]:
