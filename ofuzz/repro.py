@@ -129,6 +129,8 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
         adapter_file, _, cls = spec.adapter.rpartition(":")
         shutil.copyfile(adapter_file, out / "engine_adapter.py")
         shutil.copyfile(compare.__file__, out / "compare_rule.py")
+        if spec.env != "core" and Path(spec.env).is_file():
+            shutil.copyfile(spec.env, out / "requirements.txt")  # the engine's exact pins (a version's own, for mnn@3.5.0)
         (out / "repro.py").write_text(REPRO_PY.format(title=finding["summary"][:100].replace('"', "'"), engine=repro_engine, cls=cls))
     _write_report(out, info, model, inputs, v, spec)
     t0 = time.perf_counter()
@@ -170,12 +172,13 @@ def _write_report(out: Path, info: dict[str, Any], model: onnx.ModelProto, input
         lines.append(f"- mismatch: {c.category} on `{c.output}`, max abs {c.max_abs:.4g}, max rel {c.max_rel:.4g}, {100 * c.bad_fraction:.2f}% of elements {c.detail}")
     if r is not None and r.outcome is not None and not r.outcome.ok:
         lines += ["", "```", r.outcome.summary(), r.outcome.log_tail[-2000:], "```"]
-    pins = f"backends/{Path(spec.adapter.rpartition(':')[0]).parent.name}/requirements.txt" if spec and spec.env != "core" else ""
+    pins = "requirements.txt" if spec and spec.env != "core" else ""  # copied beside repro.py by write_repro
     lines += [
         "",
         "## Reproduce",
         "",
-        "    python repro.py      # exit 1 = reproduced" + (f"   (with {eng}'s pinned packages: ofuzz's {pins})" if pins else ""),
+        *([f"    pip install -r {pins}      # {eng}'s pinned packages (in a fresh virtualenv)"] if pins else []),
+        "    python repro.py      # exit 1 = reproduced",
         "",
         f"`repro.py` needs only {eng}'s package and numpy; it loads `model.onnx` and `inputs.npz`, runs the engine",
         "through `engine_adapter.py` (the adapter the fuzzer used) and compares with `expected.npz`",

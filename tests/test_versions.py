@@ -65,3 +65,24 @@ def test_a_real_older_onnxruntime_installs_on_first_use_and_runs_beside_the_curr
     # its max_opset is 20 (measured): opset-21 models are not sent to it, opset-20 ones are judged
     assert opset and all((status == "SKIP") == (opset[mid] > 20) for status, mid in runs if mid in opset), (runs, opset)
     assert {20, 21} <= set(opset.values())
+
+
+def test_a_repro_of_a_pinned_engine_carries_its_requirements(tmp_path):
+    """A maintainer reproduces with the exact pins: the repro folder of an MNN finding holds the engine's
+    requirements.txt and REPORT.md says to install it (a version's own pins for mnn@X)."""
+    from pathlib import Path
+
+    from ofuzz.engines.envs import python_for
+    from ofuzz.triage import export
+
+    bug = Path(__file__).parent / "data" / "bugs" / "mnn-argmax-select-last-index"
+    specs = resolve(["mnn", "onnxruntime", "reference"])
+    if python_for(specs[0]) is None:
+        pytest.skip("the mnn environment is not installed (ofuzz engines --install mnn)")
+    import numpy as np
+
+    feeds = dict(np.load(bug / "inputs.npz"))
+    finding = {"engine": "mnn", "status": "DCF", "signature": "mnn|DCF|value|ArgMax", "op": "ArgMax", "summary": "ArgMax select_last_index"}
+    out = export({s.name: s for s in specs}, finding, bug / "model.onnx", feeds, tmp_path / "repro", reduce_budget=10)
+    assert "MNN==3.6.1" in (out / "requirements.txt").read_text().splitlines()
+    assert "pip install -r requirements.txt" in (out / "REPORT.md").read_text()
