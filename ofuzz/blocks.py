@@ -155,6 +155,11 @@ class Corpus:
             cache[opset] = self if len(keep) == len(self.blocks) else Corpus(keep, self.files)
         return cache[opset]
 
+    def within(self, lo: int, hi: int) -> "Corpus":
+        """The blocks some version in lo..hi has: what a campaign's chooser and coverage may count on."""
+        keep = {n: b for n, b in self.blocks.items() if b.opsets[0] <= hi and b.opsets[1] >= lo}
+        return self if len(keep) == len(self.blocks) else Corpus(keep, self.files)
+
     @property
     def operator_types(self) -> list[str]:
         """Distinct ONNX operator types the corpus can emit (for coverage n_t)."""

@@ -85,6 +85,7 @@ class Pending:
 class Campaign:
     def __init__(self, corpus: Corpus, specs: list[EngineSpec], opts: CampaignOptions, out: Path, resume: bool = False,
                  known_gaps: set[str] | None = None, judges: Judges | None = None) -> None:
+        corpus = corpus.within(*opts.opsets)  # the chooser and coverage see only blocks the models' versions can hold
         self.corpus, self.specs, self.opts = corpus, specs, opts
         self.lock = FolderLock(Path(out))  # one writer per campaign folder
         self.store = Store(out)

@@ -192,6 +192,22 @@ def pad_rule(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("Pad", args, mode=mode)
 
 
+@rule("center_crop_pad", reads=("axes_given", "max_change"))
+def center_crop_pad(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
+    """CenterCropPad (18): each dimension cropped or zero-padded about its centre to a drawn size, for all axes or
+    for a subset given as `axes` (possibly negative)."""
+    x = shrink(b, ins[0], SOFT_CAP)
+    mx = int(p.get("max_change", 3))
+    axes = list(range(x.rank))
+    if p.get("axes_given") and x.rank > 1:
+        axes = sorted(b.rng.choice(x.rank, size=int(b.rng.integers(1, x.rank + 1)), replace=False).tolist())
+    sizes = [max(1, x.shape[a] + int(b.rng.integers(-mx, mx + 1))) for a in axes]
+    if not p.get("axes_given"):
+        return b.op("CenterCropPad", [x, b.ints(sizes, "shape")])
+    given = [a - x.rank if b.rng.random() < 0.3 else a for a in axes]
+    return b.op("CenterCropPad", [x, b.ints(sizes, "shape")], axes=given)
+
+
 @rule("split", reads=("axis", "outputs", "split_given"))
 def split(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Split into 2..4 parts, equal (no split input) or uneven (split given)."""
