@@ -25,6 +25,8 @@ from typing import Any, Callable
 import numpy as np
 import onnx
 
+from ofuzz.compare import dtype_kind
+
 PASS, WRONG, CONVERT, RUN, CRASH = "pass", "wrong values", "failed to convert", "failed to run", "crashed"
 OUTCOMES = (PASS, WRONG, CONVERT, RUN, CRASH)
 
@@ -86,7 +88,9 @@ def node_tests(ops: set[str] | None = None, names: str | None = None) -> tuple[l
 
 
 def grade(prep: Any, run: Any, test: NodeTest) -> tuple[str, str]:
-    """One engine's outcome against the test's expected outputs, with the test's own tolerances."""
+    """One engine's outcome against the test's expected outputs, with the test's own tolerances.  Dtypes are judged as
+    ofuzz's comparison rule judges them: the kind (float, signed, unsigned, bool) must match, the width may differ
+    (MNN computes integers in int32); a changed width with equal values passes."""
     for step, failed in ((prep, CONVERT), (run, RUN)):
         if step is None:
             return failed, "not run"
@@ -99,7 +103,7 @@ def grade(prep: Any, run: Any, test: NodeTest) -> tuple[str, str]:
         got = np.asarray(got)
         if got.shape != want.shape:
             return WRONG, f"{name}: shape {got.shape} instead of {want.shape}"
-        if got.dtype != want.dtype:
+        if dtype_kind(got) != dtype_kind(want):  # as the fuzzer's own rule: kinds must match, widths may differ
             return WRONG, f"{name}: dtype {got.dtype} instead of {want.dtype}"
         if want.dtype.kind in "fc":
             ok = np.allclose(got, want, rtol=test.rtol, atol=test.atol, equal_nan=True)
