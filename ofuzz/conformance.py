@@ -27,6 +27,7 @@ import onnx
 
 from ofuzz.compare import dtype_kind
 
+RANDOM_OPS = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
 PASS, WRONG, CONVERT, RUN, CRASH = "pass", "wrong values", "failed to convert", "failed to run", "crashed"
 OUTCOMES = (PASS, WRONG, CONVERT, RUN, CRASH)
 
@@ -80,6 +81,9 @@ def node_tests(ops: set[str] | None = None, names: str | None = None) -> tuple[l
         init = {t.name for t in tc.model.graph.initializer}
         in_names = [i.name for i in tc.model.graph.input if i.name not in init]
         out_names = [o.name for o in tc.model.graph.output]
+        if RANDOM_OPS & {n.op_type for n in tc.model.graph.node} or tc.name.startswith("test_training_dropout"):
+            skipped[tc.name] = "random outputs (the expected ones are one draw)"
+            continue
         if len(ins) != len(in_names) or len(outs) != len(out_names) or not all(_tensor(x) for x in [*ins, *outs]):
             skipped[tc.name] = "inputs or outputs are not numeric tensors (sequences, optionals, strings)"
             continue
@@ -119,7 +123,7 @@ def grade(prep: Any, run: Any, test: NodeTest) -> tuple[str, str]:
 def oracle_check(outcomes: dict[str, tuple[Any, Any]], graded: dict[str, str], test: NodeTest, excluded: dict[str, str],
                  families: dict[str, str]) -> list[dict[str, Any]]:
     """Where ofuzz's triangulation contradicts the ground truth: it blamed a value of an engine that matched the expected
-    outputs, or its majority (whose values it would call expected) was wrong."""
+    outputs, or the engine whose values it would call expected was wrong."""
     from ofuzz.judging import declared_shapes
     from ofuzz.oracle import DCF, judge_outcomes
 
@@ -128,9 +132,8 @@ def oracle_check(outcomes: dict[str, tuple[Any, Any]], graded: dict[str, str], t
     for eng, r in v.results.items():
         if r.status == DCF and r.blamed and graded.get(eng) == PASS:
             out.append({"test": test.name, "op": test.op, "kind": "blamed a correct engine", "engine": eng, "majority": v.majority})
-    wrong = [e for e in v.majority if graded.get(e) == WRONG]
-    if wrong and not v.split:
-        out.append({"test": test.name, "op": test.op, "kind": "majority was wrong", "engine": ",".join(wrong), "majority": v.majority})
+    if v.expected_from and not v.split and graded.get(v.expected_from) == WRONG:  # the values it would call expected are wrong
+        out.append({"test": test.name, "op": test.op, "kind": "expected values were wrong", "engine": v.expected_from, "majority": v.majority})
     return out
 
 
