@@ -775,6 +775,8 @@ def conformance(
     engines: str = ENGINES_OPTION,
     ops: Optional[str] = typer.Option(None, "--ops", help="Only the tests of these operators (comma-separated, e.g. Conv,Resize)."),
     name: Optional[str] = typer.Option(None, "--name", help="Only tests whose name contains this (e.g. test_resize)."),
+    sample: int = typer.Option(0, "--sample", help="A random sample of this many tests (seeded by --seed): a quick estimate for slow engines."),
+    seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
     store: Optional[Path] = typer.Option(None, "--store", help="Conformance store (default: conformance.sqlite in the runs folder)."),
     workers: int = WORKERS_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -797,6 +799,10 @@ def conformance(
         tests, skipped = cf.node_tests({o.strip() for o in ops.split(",")} if ops else None, name)
     if not tests:
         fail("no node test matches --ops/--name" + (f" ({len(skipped)} left out: not numeric tensors)" if skipped else ""))
+    if 0 < sample < len(tests):
+        import random
+
+        tests = sorted(random.Random(seed).sample(tests, sample), key=lambda t: t.name)
     path = store or default_runs_dir() / "conformance.sqlite"
     try:
         st = cf.ConformanceStore(path)
@@ -813,10 +819,11 @@ def conformance(
     versions = st.versions(sweep)
     st.close()
     if as_json:
-        print(json.dumps({"sweep": sweep, "store": str(path), "tests": len(tests), "left_out": len(skipped), "versions": versions, "counts": counts,
+        print(json.dumps({"sweep": sweep, "store": str(path), "tests": len(tests), "sample_seed": seed if sample else None, "left_out": len(skipped), "versions": versions, "counts": counts,
                           "failing_operators": failing, "oracle_disagreements": oracle, "changes": changed}, indent=1))
         return
-    t = Table(title=f"onnx node tests: {len(tests)} run ({len(skipped)} left out: not numeric tensors), sweep {sweep} in {path}")
+    t = Table(title=f"onnx node tests: {len(tests)} run" + (f" (a random sample, seed {seed})" if sample else "")
+              + f" ({len(skipped)} left out: not numeric tensors or random), sweep {sweep} in {path}")
     for col in ("engine", "version", *cf.OUTCOMES):
         t.add_column(col)
     for eng, c in sorted(counts.items()):
