@@ -501,7 +501,9 @@ def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | Non
     if known is not None:
         known.close()
     counts = {k: len(v) for k, v in result["classes"].items()}
-    diffs = _version_differences(campaign_dir, roots)
+    from ofuzz.versions import campaign_differences
+
+    diffs = campaign_differences(campaign_dir, roots)
     if as_json:
         print(json.dumps({"root_causes": roots, "classes": result["classes"], "capabilities": gaps, "version_differences": diffs},
                          indent=1, default=str))
@@ -526,41 +528,6 @@ def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | Non
                         + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("bug", "drift", "unsupported", "undefined", "split", "unconfirmed", "pending")
                                     if counts.get(k)) + f"; capability gaps: {len(gaps)}"
                         + (f"; {left} signatures not triaged yet (ofuzz bugs {campaign_dir})" if left else ""))
-
-
-def _version_differences(campaign_dir: Path, roots: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Root causes of one version of an engine that another version in the campaign did not have (versions.py)."""
-    from ofuzz.engines.registry import EngineError, resolve
-    from ofuzz.store import Store
-    from ofuzz.versions import differences
-
-    st = Store(campaign_dir)
-    try:
-        names = st.get_meta("options", {}).get("engines", [])
-        if not any("@" in n for n in names):
-            return []
-        try:
-            families = {s.name: s.family_name for s in resolve(names)}
-        except EngineError:
-            return []
-        return differences(roots, families, st.get_meta("versions", {}) or {}, st.status_of, lambda r, e: _passes_repro(campaign_dir, r, e))
-    finally:
-        st.close()
-
-
-def _passes_repro(campaign_dir: Path, root: dict[str, Any], engine: str) -> bool | None:
-    """Did `engine` match the expected outputs on the root cause's reduced repro (its outputs are kept there)?"""
-    from ofuzz.compare import RULE
-    from ofuzz.npz import load_npz
-
-    folder = campaign_dir / (root.get("repro") or "")
-    if not root.get("repro") or not (folder / "expected.npz").is_file():
-        return None
-    mine = folder / f"{engine}.outputs.npz"
-    if not mine.is_file():
-        return False  # it failed on the repro (no outputs were written for it)
-    want = load_npz(folder / "expected.npz")
-    return bool(want) and RULE.compare_outputs(load_npz(mine), want, sorted(want)).ok
 
 
 @app.command()
@@ -748,7 +715,9 @@ def replay(
                 fail("no engine could run; see `ofuzz engines`")
             fam = lambda e: families.get(e) or family(e.split("@")[0])  # noqa: E731  (a campaign's own engine names)
             with console.status(f"replaying {len(cases)} root causes on {', '.join(pool.names)}"):
-                results, secs = rp.timed(lambda: rp.replay(pool, cases, pool.names, fam))
+                t1 = time.perf_counter()
+                results = rp.replay(pool, cases, pool.names, fam)
+                secs = time.perf_counter() - t1
     by = rp.counts(results)
     if junit is not None:
         junit.write_text(rp.junit_xml(results, secs))

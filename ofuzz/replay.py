@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -133,8 +133,6 @@ def _campaign_cases(campaign: Path) -> list[Case]:
 
 def case_from_folder_files(rc_id: str, files: dict[str, bytes]) -> Case:
     """A case from the repro files a known-bugs store keeps (the campaign folder may be long gone)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="ofuzz-replay-") as d:
         for name, data in files.items():
             (Path(d) / name).write_bytes(data)
@@ -192,8 +190,6 @@ def baseline(case: Case, engine: str, family: Callable[[str], str]) -> dict[str,
 def replay(pool: Any, cases: Iterable[Case], engines: list[str], family: Callable[[str], str],
            on_result: Callable[[Result], None] | None = None) -> list[Result]:
     """Run every case on `engines` (one pool, fresh isolated workers) and read each outcome against its case."""
-    import tempfile
-
     out: list[Result] = []
     with tempfile.TemporaryDirectory(dir=pool.root) as d:
         path = Path(d) / "model.onnx"
@@ -237,8 +233,3 @@ def junit_xml(results: list[Result], seconds: float) -> str:
                 ET.SubElement(tc, "system-out").text = r.outcome
     return ET.tostring(suites, encoding="unicode", xml_declaration=True)
 
-
-def timed(fn: Callable[[], list[Result]]) -> tuple[list[Result], float]:
-    t0 = time.perf_counter()
-    res = fn()
-    return res, time.perf_counter() - t0

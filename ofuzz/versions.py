@@ -9,9 +9,13 @@ other version ran the same model and passed.  Which is newer decides the word.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, Callable
 
 from packaging.version import InvalidVersion, Version
+
+from ofuzz.compare import RULE
+from ofuzz.npz import load_npz
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)+")
 
@@ -49,3 +53,34 @@ def differences(roots: list[dict[str, Any]], families: dict[str, str], versions:
                     "differs": f"only {r['engine']} fails ({other} passes)"}[kind]
             out.append({"id": r["id"], "engine": r["engine"], "other": other, "kind": kind, "text": text})
     return out
+
+
+def passes_repro(campaign_dir: Path, root: dict[str, Any], engine: str) -> bool | None:
+    """Did `engine` match the expected outputs on the root cause's reduced repro (its outputs are kept there)?"""
+    folder = campaign_dir / (root.get("repro") or "")
+    if not root.get("repro") or not (folder / "expected.npz").is_file():
+        return None
+    mine = folder / f"{engine}.outputs.npz"
+    if not mine.is_file():
+        return False  # it failed on the repro (no outputs were written for it)
+    want = load_npz(folder / "expected.npz")
+    return bool(want) and RULE.compare_outputs(load_npz(mine), want, sorted(want)).ok
+
+
+def campaign_differences(campaign_dir: Path, roots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`differences` for a triaged campaign folder: none unless its engines include a NAME@VERSION."""
+    from ofuzz.engines.registry import EngineError, resolve
+    from ofuzz.store import Store
+
+    st = Store(campaign_dir)
+    try:
+        names = st.get_meta("options", {}).get("engines", [])
+        if not any("@" in n for n in names):
+            return []
+        try:
+            families = {s.name: s.family_name for s in resolve(names)}
+        except EngineError:
+            return []
+        return differences(roots, families, st.get_meta("versions", {}) or {}, st.status_of, lambda r, e: passes_repro(campaign_dir, r, e))
+    finally:
+        st.close()
