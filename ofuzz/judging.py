@@ -72,6 +72,12 @@ class Judged:
         return {"verdict": self.verdict.to_json(), "findings": [f.to_json() for f in self.findings]}
 
 
+def failed_nodes(model: onnx.ModelProto, outcome: Any) -> list[tuple[str, str]]:
+    """(name, op type) of the model's nodes the engine said it failed on, first to last (adapters that know set them)."""
+    ops = {n.name: n.op_type for n in model.graph.node if n.name}
+    return [(n, ops[n]) for n in (getattr(outcome, "nodes", None) or []) if n in ops]
+
+
 def declared_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     """Output shapes the model declares, where fully static (the generator declares what ONNX inference gives)."""
     out: dict[str, tuple[int, ...]] = {}
@@ -111,9 +117,12 @@ def judge_model(pool: EnginePool, model: onnx.ModelProto, model_path: Path, inpu
             findings.append(_dcf_finding(pool, model, inputs, v, eng, do_localise, policy, excluded, opset, isolated))
         else:
             o = r.outcome
-            op = failing_op(o.message, o.log_tail) if o is not None else None
-            f = Finding(eng, r.status, signature(eng, r.status, o), op, o.summary() if o else r.status, True,
+            failed = failed_nodes(model, o)
+            op = failed[-1][1] if failed else (failing_op(o.message, o.log_tail) if o is not None else None)
+            f = Finding(eng, r.status, signature(eng, r.status, o, op=op), op, o.summary() if o else r.status, True,
                         {"log_tail": o.log_tail[-1500:] if o else ""})
+            if failed:
+                f.detail["failed_nodes"] = [name for name, _ in failed]
             # a clean refusal is a capability gap; a crash, hang or exit on the way is a defect whatever the engine said first
             clean = o is not None and o.kind == "exception"
             gap = policy.noise.unsupported(eng, o.message, o.log_tail, op) if policy.noise is not None and clean else None

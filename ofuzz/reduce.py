@@ -161,33 +161,36 @@ def reduce_model(
     pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], target: Target, value_engine: str,
     budget: float = 120.0, start_node: str | None = None, echo: Callable[[str], None] | None = None,
     policy: Policy | None = None, must_agree: set[str] | None = None, cheap: set[str] | None = None,
+    focus: list[str] | None = None,
 ) -> Reduced:
     """Reduce to a fixed point of all passes (or until the budget runs out).
 
     With `cheap`, candidates run only on the target engine and those engines (a TensorFlow
     conversion per candidate dominated the cost); the result is then checked once on every
     engine, and if it fails there the reduction is redone on all engines.
+    `focus`: the nodes the engine said it failed on (see `cone`).
     """
     if cheap is not None and set(pool.names) - set(cheap) - {target.engine}:
         t0 = time.perf_counter()
-        fast = _shrink(pool, model, feeds, target, value_engine, budget, start_node, policy, must_agree, only=set(cheap))
+        fast = _shrink(pool, model, feeds, target, value_engine, budget, start_node, policy, must_agree, only=set(cheap), focus=focus)
         full = Reducer(pool, target, budget, policy, must_agree)
         if full.consider(fast.model, fast.inputs):
             fast.checks += full.checks
             fast.seconds = time.perf_counter() - t0
             fast.judged = full.accepted.get(_digest(fast.model, fast.inputs))
             return fast
-        again = _shrink(pool, model, feeds, target, value_engine, max(1.0, budget - (time.perf_counter() - t0)), start_node, policy, must_agree)
+        again = _shrink(pool, model, feeds, target, value_engine, max(1.0, budget - (time.perf_counter() - t0)), start_node, policy, must_agree,
+                        focus=focus)
         again.log.insert(0, "the cheaply reduced model failed on another engine; reduced again on all engines")
         again.checks += fast.checks + full.checks
         again.seconds = time.perf_counter() - t0
         return again
-    return _shrink(pool, model, feeds, target, value_engine, budget, start_node, policy, must_agree, echo=echo)
+    return _shrink(pool, model, feeds, target, value_engine, budget, start_node, policy, must_agree, echo=echo, focus=focus)
 
 
 def _shrink(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], target: Target, value_engine: str, budget: float,
             start_node: str | None, policy: Policy | None, must_agree: set[str] | None, only: set[str] | None = None,
-            echo: Callable[[str], None] | None = None) -> Reduced:
+            echo: Callable[[str], None] | None = None, focus: list[str] | None = None) -> Reduced:
     r = Reducer(pool, target, budget, policy, must_agree, only)
     cur = (model, dict(feeds))
     n0 = len(model.graph.node)
@@ -200,6 +203,7 @@ def _shrink(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
         before = _digest(*cur)
         if values:
             cur = _run_pass(r, "cut_to_node", cut_to_node, cur, values, start_node if round_ == 0 else None)
+            cur = _run_pass(r, "cone", cone, cur, values, focus if round_ == 0 else None)
             cur = _run_pass(r, "ddmin_nodes", ddmin_nodes, cur, values)
             cur, one_min = _run_pass(r, "one_minimal", one_minimal, cur, values)
             cur = _run_pass(r, "bypass_nodes", bypass_nodes, cur, values)
@@ -245,6 +249,35 @@ def cut_to_node(r: Reducer, cur: State, values: dict[str, np.ndarray], start_nod
     got = _sub(r, cur, values, idx) if idx else None
     if got is not None:
         r.log.append(f"cut to the single node {start_node}")
+        return got
+    return cur
+
+
+def cone(r: Reducer, cur: State, values: dict[str, np.ndarray], focus: list[str] | None) -> State:
+    """Only the failing nodes and what they depend on, in one check.
+
+    A converter works through the graph in order and stops at the node it fails on; when the engine names that node
+    (and, for onnx2tf's two layout modes, the node each mode failed on), nothing downstream of or beside them can
+    matter.  Cutting a failing node alone loses the dynamic shapes its producers give it (a Hardmax after
+    Expand(Shape) fails, the same Hardmax fed a constant does not), so the cone keeps its ancestors as they are.
+    """
+    if not focus:
+        return cur
+    nodes = cur[0].graph.node
+    index = {n.name: i for i, n in enumerate(nodes) if n.name}
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    keep: set[int] = set()
+    stack = [index[f] for f in focus if f in index]
+    while stack:
+        i = stack.pop()
+        if i not in keep:
+            keep.add(i)
+            stack.extend(producer[t] for t in nodes[i].input if t in producer)
+    if not keep or len(keep) == len(nodes):
+        return cur
+    got = _sub(r, cur, values, sorted(keep))
+    if got is not None:
+        r.log.append(f"cut to the cone of {', '.join(focus)} ({len(keep)} of {len(nodes)} nodes)")
         return got
     return cur
 

@@ -18,7 +18,7 @@ import onnx
 
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.npz import npz_bytes
-from ofuzz.judging import Judged, Policy, judge_model
+from ofuzz.judging import Judged, Policy, failed_nodes, judge_model
 from ofuzz.repro_check import check_repro
 from ofuzz import compare
 from ofuzz.compare import RULE
@@ -117,7 +117,8 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
     div_now = ((v.diverging or {}).get(repro_engine) or {})
     repro_failure = {"status": status_now, "category": div_now.get("category") or (now.versus.category if now is not None and now.versus else ""),
                      "kind": getattr(now.outcome, "kind", "") if now is not None else "",
-                     "etype": (getattr(now.outcome, "etype", "") or getattr(now.outcome, "signal", "")) if now is not None else ""}
+                     "etype": (getattr(now.outcome, "etype", "") or getattr(now.outcome, "signal", "")) if now is not None else "",
+                     "failed_ops": [op for _, op in failed_nodes(model, now.outcome)] if now is not None else []}
     info = {
         "engine": engine, "repro_engine": repro_engine, "status": finding["status"], "status_on_rerun": status_now, "signature": finding["signature"],
         "op": finding.get("op"), "summary": finding["summary"], "options": spec.options if spec else {},

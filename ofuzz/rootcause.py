@@ -124,17 +124,27 @@ def upstream_of(key: RootKey, culprits: onnx.ModelProto) -> RootKey:
     return RootKey(key.engine, key.status, UPSTREAM, tuple(sorted({n.op_type for n in culprits.graph.node})), marks, (), "")
 
 
-def coarsen(key: RootKey, nodes: int, message: str) -> RootKey:
+def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None) -> RootKey:
     """The key of a failure (IF/MCF) is what fails and how, not every attribute its repro kept.
 
     A repro that stayed large is keyed by its normalised message alone: an unreduced repro's operator set is mostly
     bystanders, and keying on it split one converter defect into dozens of 'root causes' (217 for TensorFlow in a
     30-minute campaign). A well-reduced one is keyed by its operators, its string modes (mode=bicubic is often the
     point) and its normalised message; numeric attributes and value traits are left out, since a converter that
-    crashes on LSTM crashes with or without `direction` (hand triage #3 found such pairs as duplicates)."""
+    crashes on LSTM crashes with or without `direction` (hand triage #3 found such pairs as duplicates).
+
+    When the engine named the operator it failed in (`failed_op`), that operator is the key, whatever else the repro
+    had to keep: the same converter handler failing the same way behind a BatchNormalization or a Reshape is one
+    defect (hand triage #5: Pow, GatherND, GridSample and OneHot each came back as two or three root causes)."""
     if key.status == "DCF" or key.failure == UPSTREAM:
         return key
     failure = key.failure
+    if failed_op:
+        modes = tuple(a for a in key.attrs if "=" in a and a.startswith(f"{failed_op}."))
+        if crash_like(failure):
+            failure = "crash" if failure.split(":")[0] in ("crash", "exit", "oom") else failure
+            message = ""
+        return RootKey(key.engine, key.status, failure, (failed_op,), modes, (), message)
     if crash_like(failure):
         # a crash's signal and last log line vary between runs of one defect (MNN's LSTM converter: SIGSEGV, SIGABRT or
         # bad_alloc after different lines): the crash and where it happens are the key, not how it looked this time

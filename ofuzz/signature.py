@@ -83,11 +83,13 @@ class Signature:
         return self.op if self.status == "DCF" else f"{self.kind}|{self.etype}"
 
 
-def signature(engine: str, status: str, outcome: Any, diverging: dict[str, Any] | None = None, category: str = "") -> str:
-    return make_signature(engine, status, outcome, diverging, category).render()
+def signature(engine: str, status: str, outcome: Any, diverging: dict[str, Any] | None = None, category: str = "", op: str | None = None) -> str:
+    return make_signature(engine, status, outcome, diverging, category, op).render()
 
 
-def make_signature(engine: str, status: str, outcome: Any, diverging: dict[str, Any] | None = None, category: str = "") -> Signature:
+def make_signature(engine: str, status: str, outcome: Any, diverging: dict[str, Any] | None = None, category: str = "",
+                   op: str | None = None) -> Signature:
+    """`op`: the failing operator when the caller knows it (the engine named the node), else read from the message."""
     if status == "DCF":
         op = (diverging or {}).get("op") or "?"
         return Signature(engine, "DCF", category or (diverging or {}).get("category", ""), op=op)
@@ -95,7 +97,7 @@ def make_signature(engine: str, status: str, outcome: Any, diverging: dict[str, 
     etype = getattr(outcome, "etype", "") or getattr(outcome, "signal", "")
     msg = getattr(outcome, "message", "") or ""
     tail = getattr(outcome, "log_tail", "") or ""
-    op = failing_op(msg, tail) or "?"
+    op = op or failing_op(msg, tail) or "?"
     text = normalise(msg) if msg else normalise(_last_error_line(tail))
     return Signature(engine, status, kind, etype, op, text)
 

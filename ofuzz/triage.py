@@ -105,6 +105,8 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     start_node = ((judged.verdict.diverging or {}).get(engine) or {}).get("node")
     if hit.status == "DCF" and iso is not None and iso.verdict == DEFECT and iso.model is not None:
         start_model, start_feeds, start_node = iso.model, iso.feeds, None  # the node alone already shows it
+    elif start_node is None and hit.detail.get("failed_nodes"):
+        start_node = hit.detail["failed_nodes"][-1]  # the engine named the node it failed on
     elif start_node is None and hit.op:
         start_node = next((n.name for n in model.graph.node if n.op_type == hit.op), None)
     # a failure's sub-models need values from any engine that ran the model, even one outside the majority (the
@@ -119,7 +121,8 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         reduction["note"] = "hangs are not reduced (each check would cost the engine's timeout)"
     if budget > 0:
         red = reduce_model(pool, start_model, start_feeds, Target.of(hit), value_engine, budget=budget, start_node=start_node,
-                           policy=policy, must_agree=must_agree, cheap=set(pick_voters(sorted(must_agree), engine, judged.verdict.excluded)))
+                           policy=policy, must_agree=must_agree, cheap=set(pick_voters(sorted(must_agree), engine, judged.verdict.excluded)),
+                           focus=hit.detail.get("failed_nodes"))
         reduction = {"nodes_before": len(model.graph.node), "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2), "checks": red.checks,
                      "one_minimal": red.one_minimal, "isolated_first": start_model is not model,
                      "passes": {k: vars(v) for k, v in red.passes.items()}, "log": red.log[:30]}
@@ -219,7 +222,8 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, Any
         if klass != BUG:
             continue
         nodes = rep.get("reduction", {}).get("nodes_after", 0)
-        key = coarsen(RootKey.from_json(rep["root"]), nodes, Signature.parse(rep["signature"]).text)
+        failed_op = ((rep.get("repro_failure") or {}).get("failed_ops") or [None])[-1]
+        key = coarsen(RootKey.from_json(rep["root"]), nodes, Signature.parse(rep["signature"]).text, failed_op)
         base = fid.split("~")[0]
         if variant and nodes > WELL_REDUCED and base in key_of_fid:
             key = key_of_fid[base]  # a further model that did not reduce says nothing new: it joins its signature's root cause

@@ -190,6 +190,56 @@ def test_a_defect_seen_through_different_consumers_is_one_root_cause(tmp_path):
     assert rc["key"]["failure"] == "upstream" and list(rc["key"]["ops"]) == ["Relu"] and len(rc["signatures"]) == 2, rc
 
 
+def test_a_failure_the_engine_names_a_node_for_is_keyed_and_reduced_there(tmp_path):
+    """The test double fails converting a Relu fed by another node, with a message that names no operator, and names
+    the node on the exception (as the TensorFlow adapter does from onnx2tf's frames): the signature names Relu, the
+    reducer cuts to the Relu's cone in one check (the Relu alone, fed a constant, converts)."""
+    from ofuzz.signature import finding_id
+    from ofuzz.triage import export
+
+    specs = [double("testdouble", {"Relu": "prepare:named"}), *resolve(["onnxruntime", "reference"])]
+    by_name = {s.name: s for s in specs}
+    rows = []
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        for producer in ("Abs", "Neg"):
+            side = [helper.make_node("Sin", ["x"], [f"s{i}"] if i == 0 else [f"s{i}"], name=f"n{10 + i}_Sin") for i in range(1)]
+            side += [helper.make_node("Cos", [f"s{i}"], [f"s{i + 1}"], name=f"n{11 + i}_Cos") for i in range(6)]
+            nodes = [helper.make_node(producer, ["x"], ["a"], name=f"n0_{producer}"), helper.make_node("Relu", ["a"], ["y"], name="n1_Relu"), *side]
+            g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])],
+                                  [helper.make_tensor_value_info("y", F, [2, 3]), helper.make_tensor_value_info("s6", F, [2, 3])])
+            path = tmp_path / f"{producer}.onnx"
+            onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+            feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)}
+            j = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default())
+            (f,) = j.findings
+            assert f.status == "MCF" and f.op == "Relu" and "|Relu|" in f.signature and f.detail["failed_nodes"] == ["n1_Relu"]
+            row = {"engine": "testdouble", "status": "MCF", "signature": f.signature, "op": f.op, "summary": f.summary,
+                   "first_idx": len(rows), "first_model": path.name, "count": 1}
+            out = tmp_path / "c" / "repros" / (finding_id(f.signature) + ("~1" if rows else ""))
+            export(by_name, {**row, "variant": 1 if rows else 0}, path, feeds, out, reduce_budget=60, pool=pool, policy=Policy.default())
+            info = __import__("json").loads((out / "finding.json").read_text())
+            assert info["reduction"]["nodes_after"] == 2 and info["reduction"]["passes"]["cone"]["accepted"] == 1, info["reduction"]
+            assert info["repro_failure"]["failed_ops"] == ["Relu"]
+            rows.append(row)
+
+
+def test_a_failure_in_a_named_operator_is_one_root_cause_whatever_else_its_repro_kept():
+    """Pow failing the same way behind a BatchNormalization (2 nodes) and in a repro the budget left at 7 nodes: one
+    root cause keyed by Pow and its modes (hand triage #5 counted such pairs as duplicates); without a named operator
+    the keys stay as they were (operators when well reduced, the message otherwise)."""
+    from ofuzz.rootcause import coarsen
+
+    msg = 'Exception encountered when calling layer "tf.math.pow" (type TFOpLambda).'
+    small = RootKey("tensorflow", "MCF", "exception:ValueError", ("BatchNormalization", "Pow"), ("BatchNormalization.epsilon",), ("negative",))
+    large = RootKey("tensorflow", "MCF", "exception:ValueError", ("Abs", "Pow", "Reshape", "Slice"), ("Slice.axes",), ())
+    assert coarsen(small, 2, msg, "Pow") == coarsen(large, 7, msg, "Pow")
+    assert coarsen(small, 2, msg, "Pow").ops == ("Pow",)
+    assert coarsen(small, 2, msg) != coarsen(large, 7, msg)
+    other = RootKey("tensorflow", "MCF", "exception:ValueError", ("GridSample",), ("GridSample.mode=bicubic",), ())
+    assert coarsen(other, 1, "N", "GridSample").attrs == ("GridSample.mode=bicubic",)
+
+
 def test_upstream_failures_collapse_onto_the_smallest_upstream_culprit_only():
     from ofuzz.triage import absorb_supersets
 

@@ -16,10 +16,36 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import sys
 
 import numpy as np
+
+
+def _failed_node(exc: BaseException) -> str | None:
+    """The ONNX node onnx2tf was converting when it raised: the deepest frame holding its `graph_node`."""
+    name, tb = None, exc.__traceback__
+    while tb is not None:
+        node = tb.tb_frame.f_locals.get("graph_node")
+        if isinstance(getattr(node, "name", None), str) and node.name:
+            name = re.sub("^wa/", "/", node.name)  # onnx2tf's own renaming of names that start with '/'
+        tb = tb.tb_next
+    return name
+
+
+def _name_failed_nodes(raised: BaseException, *failures: BaseException) -> None:
+    """Tell ofuzz which nodes each conversion mode failed on (the worker forwards `failed_nodes`): the message names
+    a TensorFlow layer, not the ONNX node, and a model both modes fail on may fail at a different node in each."""
+    nodes: list[str] = []
+    for exc in failures:
+        n = _failed_node(exc)
+        if n and n not in nodes:
+            nodes.append(n)
+    try:
+        raised.failed_nodes = nodes  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):
+        pass
 
 
 class TensorFlowEngine:
@@ -64,13 +90,18 @@ class TensorFlowEngine:
         self.mode = self.input_layout
         try:
             self.km = self._convert(private, workdir, layout)
-        except Exception:
+        except Exception as first:
             if not layout:
+                _name_failed_nodes(first, first)
                 raise
             shutil.copyfile(model_path, private)  # onnx2tf rewrote it
             shutil.rmtree(os.path.join(workdir, "tf"), ignore_errors=True)
             self.mode = "default"
-            self.km = self._convert(private, workdir, {})
+            try:
+                self.km = self._convert(private, workdir, {})
+            except BaseException as second:
+                _name_failed_nodes(second, first, second)
+                raise
         self.channel_last = self._channel_last_inputs()
         if self.tflite:
             found = sorted(glob.glob(os.path.join(workdir, "tf", "*_float32.tflite")))

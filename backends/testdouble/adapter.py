@@ -9,7 +9,10 @@ off (a real precision defect), `perturb` is 2e-6 off (float noise, far below
 the oracle's tolerance); `unsupported` says the operator is not supported;
 `handoff` fails conversion at whichever node consumes the operator's output
 (as onnx2tf does with a tensor whose layout it got wrong upstream), so the
-error names the consumer, not the defective operator.
+error names the consumer, not the defective operator; `named` fails conversion
+of the operator only when another node feeds it (as onnx2tf fails on a tensor of
+dynamic shape), with a message that does not name it, and names the failing node
+the way a converter can (`failed_nodes` on the exception).
 """
 from __future__ import annotations
 
@@ -85,6 +88,8 @@ class TestDoubleEngine:
             stage, _, kind = spec.partition(":")
             if op in self.ops and stage == "prepare" and kind == "handoff":
                 self._handoff(model, op)
+            elif op in self.ops and stage == "prepare" and kind == "named":
+                self._named(model, op)
             elif op in self.ops and stage == "prepare":
                 _fault(kind, op)
             if op in self.ops and stage == "run" and kind in _VALUE_FAULTS:
@@ -97,6 +102,15 @@ class TestDoubleEngine:
         consumer = next((n for n in model.graph.node if made & set(n.input)), None)
         if consumer is not None:
             raise ValueError(f"test double: {consumer.op_type} got an input in the wrong layout ({consumer.name})")
+
+    @staticmethod
+    def _named(model, op: str) -> None:
+        made = {o for n in model.graph.node for o in n.output}
+        node = next((n for n in model.graph.node if n.op_type == op and made & set(n.input)), None)
+        if node is not None:
+            exc = ValueError("test double: a layer got an input of unknown shape")
+            exc.failed_nodes = [node.name]  # type: ignore[attr-defined]
+            raise exc
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self.latency:

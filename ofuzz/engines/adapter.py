@@ -21,7 +21,9 @@ class EngineAdapter(Protocol):
 
     def prepare(self, model_path: str, workdir: str, inputs: list[str], outputs: list[str]) -> None:
         """Load or convert the model (a failure here is a model-conversion failure, MCF); `outputs` may list
-        intermediate tensors the oracle wants exposed. Write scratch files only under `workdir`."""
+        intermediate tensors the oracle wants exposed. Write scratch files only under `workdir`.
+        A converter that knows which ONNX node it failed on says so by setting `failed_nodes` (node names, first to
+        last) on the exception it raises: the signature then names that operator and the reducer starts there."""
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the prepared model on the feeds; return every requested output by name (a failure here is an IF)."""

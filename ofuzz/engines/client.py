@@ -38,6 +38,7 @@ class Outcome:
     exit_code: int | None = None
     log_tail: str = ""
     time: float = 0.0
+    nodes: list[str] = field(default_factory=list)  # ONNX nodes the adapter says it failed on (first to last)
     outputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
@@ -213,7 +214,8 @@ class Worker:
         etype = str(reply.get("etype", ""))
         msg = str(reply.get("message", ""))
         kind = "oom" if etype == "MemoryError" or any(m in msg for m in OOM_MARKERS) else "exception"
-        return Outcome(stage, kind, etype=etype, message=msg, log_tail=keep_first_error(tail + "\n" + str(reply.get("traceback", "")), 3000), time=dt)
+        return Outcome(stage, kind, etype=etype, message=msg, log_tail=keep_first_error(tail + "\n" + str(reply.get("traceback", "")), 3000), time=dt,
+                       nodes=[str(n) for n in reply.get("nodes") or []])
 
     # -- engine steps ---------------------------------------------------------------
     def prepare(self, model_path: Path, inputs: list[str], outputs: list[str], timeout: float | None = None) -> Outcome:

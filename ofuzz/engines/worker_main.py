@@ -74,7 +74,9 @@ def main() -> None:
         proto.flush()
 
     def failure(exc: BaseException, tb: str) -> dict:
-        return {"ok": False, "etype": type(exc).__name__, "message": str(exc)[:4000], "traceback": tb[-4000:]}
+        # an adapter may name the ONNX nodes it failed on (`exc.failed_nodes`): a converter's message rarely does
+        nodes = [str(n) for n in getattr(exc, "failed_nodes", None) or []][:8]
+        return {"ok": False, "etype": type(exc).__name__, "message": str(exc)[:4000], "traceback": tb[-4000:], "nodes": nodes}
 
     for line in requests:
         req = json.loads(line)
