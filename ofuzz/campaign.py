@@ -27,6 +27,7 @@ from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one
 from ofuzz.judging import Judged, Policy
 from ofuzz.judges import JudgeLost, Judges, LocalPools
 from ofuzz.store import FolderLock, Store
+from ofuzz.steering import FAILURES, Steering
 
 
 @dataclass
@@ -49,6 +50,7 @@ class CampaignOptions:
     reduce: bool = True
     reduce_budget: float = 20.0  # seconds per finding
     opsets: tuple[int, int] = (17, 17)  # ONNX versions of the models (one drawn per model)
+    steer: bool = False  # prefer models every engine can run (ofuzz.steering)
 
 
 @dataclass
@@ -134,6 +136,7 @@ class Campaign:
         self.unavailable: dict[str, str] = {}  # engine -> why it could not start
         self.cpu_self = self.cpu_workers = 0.0  # CPU seconds of this process and of the engine workers, at the stop
         self.session_generated = self.session_kept = self.session_run = 0
+        self.steering = Steering() if opts.steer else None  # learnt afresh on resume (it adapts within minutes)
 
     @staticmethod
     def _indices(done: set[int]):
@@ -197,6 +200,9 @@ class Campaign:
                 runs.append((eng, "SKIP", 0.0, 0.0))
                 d = self.stats.by_engine.setdefault(eng, {})
                 d["SKIP"] = d.get("SKIP", 0) + 1
+            if self.steering is not None:
+                failed_op = {f.engine: f.op for f in judged.findings if f.status in FAILURES}
+                self.steering.observe({n.op_type for n in m.model.graph.node}, {e: r.status for e, r in judged.verdict.results.items()}, failed_op)
             for f in judged.findings:
                 g = f.detail.get("gap")
                 if f.klass == "unsupported" and g:
@@ -278,6 +284,9 @@ class Campaign:
         m = generate_one(self.corpus, self.opts.seed, idx, self.gen_opts, preferred=preferred)
         recs = m.records
         kept = self.coverage.is_new(recs)
+        if kept and self.steering is not None:
+            engines = [s.name for s in self.specs if s.name not in self._skips(m)]
+            kept = self.steering.should_run({n.op_type for n in m.model.graph.node}, engines, np.random.default_rng([self.opts.seed, idx, 29]))
         if kept:
             self.coverage.add(recs)
         p = Pending(idx, m, preferred, node, kept, time.perf_counter() - t0)
@@ -322,6 +331,7 @@ class Campaign:
         self.cpu_self = ru.ru_utime + ru.ru_stime
         self.store.set_meta("last_stop", {"reason": self.stop_reason, "at": time.time(), "elapsed": self.stats.elapsed,
                                           "own_time": self.stats.own_time, "cpu_self": self.cpu_self,
+                                          "steered": self.steering.steered if self.steering is not None else None,
                                           "cpu_workers_alive": self.cpu_workers, "redone": self.redone})
 
     def _is_finding_model(self, model_id: str) -> bool:

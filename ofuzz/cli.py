@@ -300,7 +300,9 @@ def _progress_table(c) -> Table:
         total = sum(d.get(k, 0) for k in ("DCP", "DCF", "IF", "MCF", "SKIP"))
         compared = d.get("DCP", 0) + d.get("DCF", 0)
         t.add_row(eng, "  ".join(f"{k} {d.get(k, 0)}" for k in ("DCP", "DCF", "IF", "MCF", "SKIP"))
-                  + f"   compared {100 * compared / max(total, 1):.0f}%")
+                  + f"   compared {100 * compared / max(total, 1):.0f}% of models, {100 * compared / max(total - d.get('SKIP', 0), 1):.0f}% of runs")
+    if c.steering is not None:
+        t.add_row("steering", f"{c.steering.steered} models not run: they hold an operator an engine keeps failing on")
     t.add_row("unique signatures", f"{s.unique}  (" + ", ".join(f"{k} {n}" for k, n in sorted(s.classes.items())) + "; triage after the budget clusters them into root causes)")
     if c.unavailable:
         t.add_row("skipped engines", "; ".join(f"{k}: {v}" for k, v in c.unavailable.items()))
@@ -335,6 +337,7 @@ def campaign(
     ray: Optional[str] = typer.Option(None, "--ray", help="Judge on Ray actors: 'local' (start or join Ray on this machine), 'auto' or ray://HOST:PORT (a cluster). Needs the extra: pip install 'ofuzz[ray]'."),
     actors: int = typer.Option(0, "--actors", help="With --ray: engine-pool actors (default: the cluster's CPUs)."),
     opset: str = OPSET_OPTION,
+    steer: bool = typer.Option(False, "--steer/--no-steer", help="Prefer models every engine can run: models holding an operator an engine keeps failing on are run less often (see docs)."),
 ) -> None:
     """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""
     import os
@@ -368,7 +371,7 @@ def campaign(
         b = duration(budget) if budget else (None if (models or tests) else 600.0)
         opts = CampaignOptions(engines=names, budget=b, models=models, tests=tests, blocks=blocks_range(blocks), graph=graph,
                                mutations=mutations, chooser=chooser, seed=seed, workers=workers or (os.cpu_count() or 2),
-                               run_all=run_all, localise=localise_dcf, timeout=timeout, opsets=opset_range(opset))
+                               run_all=run_all, localise=localise_dcf, timeout=timeout, opsets=opset_range(opset), steer=steer)
         out = out or default_runs_dir() / _time.strftime("%Y%m%d-%H%M%S")
         if (out / "campaign.sqlite").exists() and not empty_shell(out):
             fail(f"{out} already holds a campaign; continue it with --resume {out} or pick another --out")

@@ -106,7 +106,8 @@ def write_report(campaign_dir: Path) -> Path:
     for eng, d in sorted(engines.items()):
         total = sum(d.get(k, 0) for k in ("DCP", "DCF", "IF", "MCF", "SKIP")) or 1
         rows.append(f"<tr><td>{html.escape(eng)}</td>" + "".join(f"<td>{d.get(s, 0)}</td>" for s in ("DCP", "DCF", "IF", "MCF", "SKIP"))
-                    + f"<td>{100 * (d.get('DCP', 0) + d.get('DCF', 0)) / total:.0f}%</td>"
+                    + f"<td>{100 * (d.get('DCP', 0) + d.get('DCF', 0)) / total:.0f}% of models, "
+                    f"{100 * (d.get('DCP', 0) + d.get('DCF', 0)) / max(total - d.get('SKIP', 0), 1):.0f}% of runs</td>"
                     + f"<td>{d['time']:.1f}</td><td>{html.escape(str(versions.get(eng, '')))}</td></tr>")
     per: dict[tuple[str, str], int] = defaultdict(int)
     for f in found:

@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 
-def _fault(kind: str, op: str) -> None:
+def _fault(kind: str, op: str, node: str = "") -> None:
     if kind == "segfault":
         ctypes.string_at(0)
     elif kind == "abort":
@@ -37,7 +37,9 @@ def _fault(kind: str, op: str) -> None:
     elif kind == "exit":
         os._exit(3)
     elif kind == "raise":
-        raise RuntimeError(f"test double: seeded failure on {op}")
+        exc = RuntimeError(f"test double: seeded failure on {op}")
+        exc.failed_nodes = [node] if node else []  # type: ignore[attr-defined]  # as a converter that knows the node
+        raise exc
     elif kind == "unsupported":
         raise NotImplementedError(f"test double: operator {op} is not supported")
 
@@ -91,7 +93,7 @@ class TestDoubleEngine:
             elif op in self.ops and stage == "prepare" and kind == "named":
                 self._named(model, op)
             elif op in self.ops and stage == "prepare":
-                _fault(kind, op)
+                _fault(kind, op, next(n.name for n in model.graph.node if n.op_type == op))
             if op in self.ops and stage == "run" and kind in _VALUE_FAULTS:
                 new_ops.append(self._wrong_op(op, kind))
         self.ev = self.Evaluator(model, new_ops=new_ops or None)

@@ -1,0 +1,56 @@
+"""Engine-aware steering: models holding an operator an engine keeps failing on are run less often."""
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+
+import numpy as np
+
+from ofuzz.campaign import Campaign, CampaignOptions
+from ofuzz.corpus import load_corpus
+from ofuzz.engines.registry import resolve
+from ofuzz.steering import Steering
+
+
+def test_steering_learns_which_operator_fails_and_keeps_a_floor():
+    s = Steering(strength=2.0, floor=0.1)
+    assert s.run_probability({"Sum", "Relu"}, ["tensorflow"]) == 1.0  # nothing learnt: everything runs
+    for i in range(20):
+        s.observe({"Sum", "Relu"} if i % 2 else {"Relu"}, {"tensorflow": "MCF" if i % 2 else "DCP", "onnxruntime": "DCP"},
+                  {"tensorflow": "Sum" if i % 2 else None})
+    assert s.run_probability({"Relu"}, ["tensorflow", "onnxruntime"]) == 1.0  # Relu never failed
+    p = s.run_probability({"Sum", "Relu"}, ["tensorflow"])
+    assert s.floor <= p < 0.25  # Sum failed on all its 10 models
+    assert s.run_probability({"Sum"}, ["onnxruntime"]) == 1.0  # only the engine that fails steers
+    rng = np.random.default_rng(0)
+    runs = sum(s.should_run({"Sum"}, ["tensorflow"], rng) for _ in range(400))
+    assert 20 <= runs <= 100 and s.steered == 400 - runs  # never impossible: the floor keeps a fixed defect visible
+
+
+def _reach(out, engine: str) -> float:
+    con = sqlite3.connect(str(out / "campaign.sqlite"))
+    try:
+        rows = dict(con.execute("SELECT status, COUNT(*) FROM engine_runs WHERE engine = ? GROUP BY status", (engine,)).fetchall())
+    finally:
+        con.close()
+    runs = sum(n for k, n in rows.items() if k != "SKIP")
+    return (rows.get("DCP", 0) + rows.get("DCF", 0)) / max(runs, 1)
+
+
+def test_a_campaign_with_steering_compares_more_of_what_it_runs(tmp_path):
+    """A test double that fails converting four common operators (naming the node, as the TensorFlow adapter does):
+    with steering, a larger share of the models it is sent reach a comparison than without, on the same seed."""
+    faulty = dataclasses.replace(resolve(["testdouble"])[0], name="testdouble",
+                                 options={"faults": {op: "prepare:raise" for op in ("Reshape", "Pad", "Slice", "Cast")}})
+    specs = [faulty, *resolve(["onnxruntime", "reference"])]
+    reach = {}
+    for steer in (False, True):
+        out = tmp_path / f"steer-{steer}"
+        c = Campaign(load_corpus(), specs, CampaignOptions(engines=[s.name for s in specs], models=120, blocks=(2, 6), seed=5,
+                                                           workers=1, timeout=10, steer=steer), out)
+        c.run()
+        c.close()
+        reach[steer] = _reach(out, "testdouble")
+        if steer:
+            assert c.steering is not None and c.steering.steered > 0
+    assert reach[True] > reach[False] + 0.1, reach
