@@ -26,10 +26,12 @@ from ofuzz.store import Store  # noqa: E402
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
 
 
-def run_one(out: Path, chooser: str, seed: int, budget: str, engines: str) -> None:
+def run_one(out: Path, variant: str, seed: int, budget: str, engines: str) -> None:
+    """`variant`: a chooser, optionally with `+steer` (engine-aware steering, `ofuzz campaign --steer`)."""
+    chooser, _, extra = variant.partition("+")
     if not (out / "campaign.sqlite").is_file():
         r = ofuzz("campaign", "--engines", engines, "--budget", budget, "--seed", str(seed), "--chooser", chooser,
-                  "--out", str(out), "--no-reduce", "--no-report")
+                  "--out", str(out), "--no-reduce", "--no-report", *(["--steer"] if extra == "steer" else []))
         if r.returncode != 0:
             raise SystemExit(f"campaign {chooser} seed {seed} failed: {r.stderr[-800:]}")
     t = ofuzz("bugs", str(out), "--json")
@@ -43,12 +45,15 @@ def measure(out: Path, bugs: list[dict]) -> dict:
     roots = json.loads(r.stdout)["root_causes"]
     st = Store(out)
     timeline = st.timeline()
+    stats = st.engine_stats()
     st.close()
+    reach = {e: round(100 * (d.get("DCP", 0) + d.get("DCF", 0)) / max(sum(d.get(k, 0) for k in ("DCP", "DCF", "IF", "MCF")), 1), 1)
+             for e, d in stats.items()}  # share of the runs (models sent, not skipped) that reached a comparison
     at = {row["idx"]: row["elapsed"] for row in timeline}
     times = sorted(at.get(rc.get("first_idx"), timeline[-1]["elapsed"] if timeline else 0.0) for rc in roots)
     return {"roots": len(roots), "times": times, "olc": 100 * (timeline[-1]["olc"] or 0) if timeline else 0.0,
             "elapsed": timeline[-1]["elapsed"] if timeline else 0.0, "found": [b["name"] for b in bugs if covered(b, roots)],
-            "by_engine": {e: sum(1 for rc in roots if rc["engine"] == e) for e in sorted({rc["engine"] for rc in roots})}}
+            "by_engine": {e: sum(1 for rc in roots if rc["engine"] == e) for e in sorted({rc["engine"] for rc in roots})}, "reach": reach}
 
 
 def curve(times: list[float], grid: list[float]) -> list[int]:
@@ -85,7 +90,7 @@ def plot(results: dict[str, list[dict]], budget: float, path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--choosers", default="mcts,random", help=f"comma-separated, from {', '.join(CHOOSERS)}")
+    ap.add_argument("--choosers", default="mcts,random", help=f"comma-separated, from {', '.join(CHOOSERS)}; CHOOSER+steer adds --steer")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=101)
     ap.add_argument("--budget", default="10m")
@@ -94,9 +99,9 @@ def main() -> None:
     ap.add_argument("--count-only", action="store_true", help="do not run anything; count what DIR holds")
     a = ap.parse_args()
     choosers = [c.strip() for c in a.choosers.split(",") if c.strip()]
-    bad = [c for c in choosers if c not in CHOOSERS]
+    bad = [c for c in choosers if c.partition("+")[0] not in CHOOSERS or c.partition("+")[2] not in ("", "steer")]
     if bad:
-        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}")
+        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}, each optionally with +steer")
     budget = parse_duration(a.budget)
     base = a.out or Path(tempfile.mkdtemp(prefix="ofuzz-search-"))
     bugs = corpus()
@@ -110,14 +115,15 @@ def main() -> None:
                 m = measure(out, bugs)
                 results[c].append(m)
                 print(json.dumps({"chooser": c, "seed": seed, **{k: v for k, v in m.items() if k != "times"}}), flush=True)
-    lines = [f"| chooser | seeds | root causes (mean, min–max) | OLC % (mean) | corpus recall (mean of {len(bugs)}) |",
-             "|---|---|---|---|---|"]
+    lines = [f"| chooser | seeds | root causes (mean, min–max) | OLC % (mean) | corpus recall (mean of {len(bugs)}) | runs compared % (mean) |",
+             "|---|---|---|---|---|---|"]
     for c, rs in results.items():
         if not rs:
             continue
         n = [r["roots"] for r in rs]
         lines.append(f"| {c} | {len(rs)} | {statistics.mean(n):.1f} ({min(n)}–{max(n)}) | {statistics.mean(r['olc'] for r in rs):.1f} | "
-                     f"{statistics.mean(len(r['found']) for r in rs):.1f} |")
+                     f"{statistics.mean(len(r['found']) for r in rs):.1f} | "
+                     + ", ".join(f"{e} {statistics.mean(r['reach'].get(e, 0) for r in rs):.0f}" for e in sorted(rs[0]["reach"])) + " |")
     if len(choosers) >= 2 and all(results[c] for c in choosers[:2]):
         a0, b0 = (statistics.mean(r["roots"] for r in results[c]) for c in choosers[:2])
         lines.append(f"\n{choosers[0]} / {choosers[1]} root causes: {a0 / b0 if b0 else float('nan'):.2f}×")
