@@ -25,28 +25,42 @@ from ofuzz.localise import expose_intermediates
 MAX_NODES = 6  # larger repros are keyed by their message anyway (rootcause.coarsen)
 
 
-def sinks(model: onnx.ModelProto) -> list[int]:
-    """Nodes none of whose outputs feed another node."""
-    consumed = {i for n in model.graph.node for i in n.input if i}
-    return [i for i, n in enumerate(model.graph.node) if not any(o in consumed for o in n.output if o)]
+def sinks(model: onnx.ModelProto, among: list[int] | None = None) -> list[int]:
+    """Nodes (of `among`, default all) none of whose outputs feed another of them."""
+    among = list(range(len(model.graph.node))) if among is None else among
+    consumed = {i for k in among for i in model.graph.node[k].input if i}
+    return [k for k in among if not any(o in consumed for o in model.graph.node[k].output if o)]
 
 
 def witnesses(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], blamed: str, value_engine: str) -> list[int]:
-    """Indices of the repro's sink nodes that run on `blamed` when cut out alone: a single sink of a repro with ≥ 2 nodes."""
+    """Indices of the repro's nodes that only witness a defect upstream: its single sink if that runs on `blamed` when
+    cut out alone, then the single sink of what is left, and so on, while at least one node remains.
+
+    Peeling goes on past the first witness because a wrong layout handed on is carried by every layout-agnostic node
+    on the way (ConstantOfShape → Pad → Where fails at Where, and Pad fed the same values runs too): keyed after one
+    step that chain and ConstantOfShape → Reshape were two root causes of one defect (hand triage #5)."""
     nodes = len(model.graph.node)
-    ends = sinks(model)
-    if not 2 <= nodes <= MAX_NODES or len(ends) != 1 or value_engine == blamed:
+    if not 2 <= nodes <= MAX_NODES or len(sinks(model)) != 1 or value_engine == blamed:
         return []
     exposed, _ = expose_intermediates(model)
     prep, run = pool.execute_model(exposed, feeds, [value_engine]).get(value_engine, (None, None))
     if prep is None or not prep.ok or run is None or not run.ok:
         return []
-    built = submodel(model, ends, run.outputs, feeds)
-    if built is None:
-        return []
-    m1, f1 = built
-    prep, run = pool.execute_model(m1, f1, [blamed]).get(blamed, (None, None))
-    return ends if prep is not None and prep.ok and run is not None and run.ok else []
+    left, peeled = list(range(nodes)), []
+    while len(left) >= 2:
+        ends = sinks(model, left)
+        if len(ends) != 1:
+            break
+        built = submodel(model, ends, run.outputs, feeds)
+        if built is None:
+            break
+        m1, f1 = built
+        p1, r1 = pool.execute_model(m1, f1, [blamed]).get(blamed, (None, None))
+        if p1 is None or not p1.ok or r1 is None or not r1.ok:
+            break
+        peeled += ends
+        left = [k for k in left if k not in ends]
+    return peeled
 
 
 def without(model: onnx.ModelProto, drop: list[int]) -> onnx.ModelProto:
