@@ -23,7 +23,7 @@ from ofuzz.npz import load_npz
 from ofuzz.repro_check import close_runners
 from ofuzz.judging import Policy
 from ofuzz.runner import EnginePool, for_each_in_pools
-from ofuzz.signature import finding_id
+from ofuzz.signature import Signature, finding_id
 from ofuzz.store import Store
 from ofuzz.triage import Representatives, cluster, triage_finding
 
@@ -61,11 +61,14 @@ def pending_findings(campaign_dir: Path, engines: set[str]) -> tuple[list[dict[s
 
     A failure signature (IF/MCF) seen in several models also yields up to EXTRA_MODELS variants
     (folder `<id>~k`, the k-th further model): a normalised message such as "MNN forward returned
-    no outputs" hid reduced repros with different operators, and only reducing them tells."""
+    no outputs" hid reduced repros with different operators, and only reducing them tells.  Not when
+    the signature names the failing operator (the engine named the node, or its message names it):
+    then a further model fails in the same operator the same way (a third of the TensorFlow triage
+    time went to such variants)."""
     store = Store(campaign_dir)
     rows = store.findings()
     extra = {f["signature"]: store.occurrence_models(f["signature"], EXTRA_MODELS + 1)[1:]
-             for f in rows if f["status"] in ("IF", "MCF") and f["count"] > 1}
+             for f in rows if f["status"] in ("IF", "MCF") and f["count"] > 1 and Signature.parse(f["signature"]).op == "?"}
     store.close()
     todo, done = [], 0
     for f in rows:
@@ -151,7 +154,7 @@ def _fan_out(actors: Any, campaign_dir: Path, todo: list[dict[str, Any]], per_fi
         out.mkdir(parents=True, exist_ok=True)
         for name, data in sorted(files.items(), key=lambda kv: kv[0] == "finding.json"):  # finding.json last: it marks the folder done
             (out / name).write_bytes(data)
-        if "root" in info and info.get("pre_key") and not f.get("variant"):
+        if "root" in info and info.get("pre_key") and (not f.get("variant") or info.get("op") not in (None, "?")):
             reps.claim(info["pre_key"], folder_id(f))
         prog.record(folder_id(f), None, echo, on_progress)
 

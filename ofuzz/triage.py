@@ -96,7 +96,9 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         return _record(out, base)
     key = pre_key(hit, judged)
     fid = finding_id(finding["signature"]) + (f"~{finding['variant']}" if finding.get("variant") else "")
-    rep = reps.claim(key, fid) if reps is not None and not finding.get("variant") else None
+    # a further model of a signature is reduced to see which operators its message hides, unless the engine named it
+    named = hit.status != DCF and hit.op not in (None, "?")
+    rep = reps.claim(key, fid) if reps is not None and (not finding.get("variant") or named) else None
     if rep is not None:
         return _record(out, {**base, "attached_to": rep, "pre_key": key})
     must_agree = {e for e, r in judged.verdict.results.items() if r.status == DCP and e not in judged.verdict.excluded}
