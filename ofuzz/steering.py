@@ -10,7 +10,8 @@ counts against that (engine, operator).  A new model is run with probability
 
     max(floor, prod over engines e and operators o in the model of (1 - fail_rate(e, o)) ** strength)
 
-where fail_rate is a Beta-smoothed share of the models holding `o` that `e` failed on because of `o`.  Operators
+where fail_rate is a smoothed share of the models holding `o` that `e` failed on because of `o`, among those that
+either ran on `e` or failed there in `o` (a model that failed in another operator says nothing about `o`).  Operators
 that never fail cost nothing; one that fails half the time makes its models rare but never impossible (`floor`), so
 a defect that is fixed mid-campaign, or a new failure of the same operator, can still be seen.
 """
@@ -53,8 +54,10 @@ class Steering:
         """`ran`: engine -> status of a model holding `ops`; `failed_op`: engine -> the operator it failed on, if named."""
         ops = set(ops)
         for e, status in ran.items():
-            for o in ops:
-                self.sent[(e, o)] += 1
             op = failed_op.get(e)
-            if status in FAILURES and op in ops:
+            if status not in FAILURES:
+                for o in ops:
+                    self.sent[(e, o)] += 1
+            elif op in ops:  # a converter stops at the node it fails on: the model says nothing of its other operators
+                self.sent[(e, op)] += 1
                 self.failed[(e, op)] += 1
