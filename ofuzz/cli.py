@@ -689,9 +689,10 @@ def replay(
     junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here (one test case per root cause and engine)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     timeout: Optional[float] = TIMEOUT_OPTION,
+    repeat: int = typer.Option(1, "--repeat", min=1, help="Run each repro N times; an engine whose outcome differs between runs is marked flaky (not a regression)."),
 ) -> None:
-    """Re-run every root cause's reduced repro: still failing / changed / fixed / newly failing; exit 1 on a regression
-    (changed or newly failing)."""
+    """Re-run every root cause's reduced repro: still failing / changed / fixed / newly failing / flaky; exit 1 on a
+    regression (changed or newly failing)."""
     import json
     import tempfile
     import time
@@ -719,12 +720,12 @@ def replay(
             fam = lambda e: families.get(e) or family(e.split("@")[0])  # noqa: E731  (a campaign's own engine names)
             with console.status(f"replaying {len(cases)} root causes on {', '.join(pool.names)}"):
                 t1 = time.perf_counter()
-                results = rp.replay(pool, cases, pool.names, fam)
+                results = rp.replay(pool, cases, pool.names, fam, repeat=repeat)
                 secs = time.perf_counter() - t1
     by = rp.counts(results)
     if junit is not None:
         junit.write_text(rp.junit_xml(results, secs))
-    rate = len(cases) / max(secs, 1e-9)
+    rate = len(cases) * repeat / max(secs, 1e-9)
     if as_json:
         print(json.dumps({"results": [r.to_json() for r in results], "counts": by, "seconds": round(secs, 3), "startup_seconds": round(started, 3),
                           "repros_per_second": round(rate, 2)}, indent=1))

@@ -15,7 +15,10 @@ campaign saw it run is *newly failing* when it now fails or its outputs changed
 (it is held to its own outputs then, not to the expected ones: a converter
 failure's expected outputs come from whichever engine ran it); an engine the
 campaign did not have is newly failing when it disagrees with the expected
-outputs; otherwise it *passes*.
+outputs; otherwise it *passes*.  With `repeat` > 1 each case runs that many
+times: an engine whose outcome differs between runs is *flaky* on it (MNN gave
+different values to one repro between runs), which is reported, not taken for
+a regression or a fix.
 """
 from __future__ import annotations
 
@@ -32,8 +35,8 @@ from ofuzz.compare import RULE
 from ofuzz.engines.client import Outcome
 from ofuzz.npz import load_npz
 
-STILL, CHANGED, FIXED, NEW, PASSES = "still failing", "changed", "fixed", "newly failing", "passes"
-OUTCOMES = (STILL, CHANGED, FIXED, NEW, PASSES)
+STILL, CHANGED, FIXED, NEW, PASSES, FLAKY = "still failing", "changed", "fixed", "newly failing", "passes", "flaky"
+OUTCOMES = (STILL, CHANGED, FIXED, NEW, PASSES, FLAKY)
 REGRESSIONS = (CHANGED, NEW)  # what makes `ofuzz replay` exit non-zero
 
 
@@ -188,19 +191,27 @@ def baseline(case: Case, engine: str, family: Callable[[str], str]) -> dict[str,
 
 
 def replay(pool: Any, cases: Iterable[Case], engines: list[str], family: Callable[[str], str],
-           on_result: Callable[[Result], None] | None = None) -> list[Result]:
-    """Run every case on `engines` (one pool, fresh isolated workers) and read each outcome against its case."""
+           on_result: Callable[[Result], None] | None = None, repeat: int = 1) -> list[Result]:
+    """Run every case on `engines` (one pool, fresh isolated workers) and read each outcome against its case; with
+    `repeat` > 1, an engine whose outcome differs between the runs of a case is `flaky` on it."""
     out: list[Result] = []
     with tempfile.TemporaryDirectory(dir=pool.root) as d:
         path = Path(d) / "model.onnx"
         for case in cases:
             path.write_bytes(case.model)
             names = case.outputs or sorted(case.expected)
-            res = pool.execute(path, case.inputs, names, engines)
+            runs = [pool.execute(path, case.inputs, names, engines) for _ in range(max(1, repeat))]
             for eng in engines:
-                prep, run = res.get(eng, (None, None))
-                now = observe(prep, run, case, baseline(case, eng, family))
-                r = Result(case.id, eng, verdict(case, eng, now, family), now, {"engine": case.engine, "status": case.status, "failure": case.failure})
+                seen = []
+                for res in runs:
+                    prep, run = res.get(eng, (None, None))
+                    now = observe(prep, run, case, baseline(case, eng, family))
+                    seen.append((verdict(case, eng, now, family), now))
+                outcome, now = seen[0]
+                if len({v for v, _ in seen}) > 1:
+                    outcome = FLAKY
+                    now = Observed(now.status, now.failure, "outcomes by run: " + ", ".join(v for v, _ in seen) + (f"; {now.detail}" if now.detail else ""))
+                r = Result(case.id, eng, outcome, now, {"engine": case.engine, "status": case.status, "failure": case.failure})
                 out.append(r)
                 if on_result:
                     on_result(r)
@@ -216,19 +227,22 @@ def counts(results: list[Result]) -> dict[str, dict[str, int]]:
 
 def junit_xml(results: list[Result], seconds: float) -> str:
     """JUnit XML: one test case per root cause and engine; a case fails when the engine gets the repro wrong now
-    (still failing, changed, newly failing), passes when it is fixed or passes."""
+    (still failing, changed, newly failing), passes when it is fixed or passes, and is skipped when it is flaky."""
     from xml.etree import ElementTree as ET
 
     suites = ET.Element("testsuites", name="ofuzz replay", time=f"{seconds:.3f}")
     for engine in sorted({r.engine for r in results}):
         mine = [r for r in results if r.engine == engine]
         bad = [r for r in mine if r.outcome in (STILL, CHANGED, NEW)]
-        suite = ET.SubElement(suites, "testsuite", name=engine, tests=str(len(mine)), failures=str(len(bad)), errors="0", skipped="0")
+        flaky = sum(r.outcome == FLAKY for r in mine)
+        suite = ET.SubElement(suites, "testsuite", name=engine, tests=str(len(mine)), failures=str(len(bad)), errors="0", skipped=str(flaky))
         for r in mine:
             tc = ET.SubElement(suite, "testcase", classname=f"ofuzz.replay.{engine}", name=r.case)
             if r.outcome in (STILL, CHANGED, NEW):
                 f = ET.SubElement(tc, "failure", type=r.outcome, message=f"{r.outcome}: {r.now.status} {r.now.failure}".strip())
                 f.text = f"was: {r.was}\nnow: {r.now.detail}"
+            elif r.outcome == FLAKY:
+                ET.SubElement(tc, "skipped", message=f"flaky: {r.now.detail}"[:500])
             else:
                 ET.SubElement(tc, "system-out").text = r.outcome
     return ET.tostring(suites, encoding="unicode", xml_declaration=True)

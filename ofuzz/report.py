@@ -150,6 +150,7 @@ Models generated {counts['generated']}, kept (new coverage) {counts['kept']}, ru
 Time inside engines (summed over parallel pools) {engine_time:.0f}s; ofuzz's own main-thread share of wall time {share}.
 <b>{len(roots)}</b> root causes from <b>{len(found)}</b> raw signatures.</p>
 {_triage_sections(campaign_dir, roots, triage_rows, len(found))}
+{_version_section(campaign_dir, roots)}
 <h2>Coverage over time</h2>{_line_plot(parts, "operator-level coverage (%)", "%", ymax=100)}
 {_line_plot(uniq, "unique findings", "count")}
 <h2>Engines</h2><table><tr><th>engine</th><th>DCP</th><th>DCF</th><th>IF</th><th>MCF</th><th>SKIP (known unsupported)</th><th>reached a comparison</th><th>engine s</th><th>version</th></tr>{''.join(rows)}</table>
@@ -174,6 +175,22 @@ _CLASS_TITLES = {"drift": "Numerical drift (no node diverges on its own; not a b
                  "undefined": "Inputs the ONNX spec leaves undefined (not a bug)",
                  "split": "No majority (nobody can be blamed)",
                  "unconfirmed": "Unconfirmed (did not come back on re-run; not counted)"}
+
+
+def _version_section(campaign_dir: Path, roots: list[dict]) -> str:
+    """Root causes one version of an engine has and another does not (a campaign with NAME@VERSION engines)."""
+    from ofuzz.versions import campaign_differences
+
+    diffs = campaign_differences(campaign_dir, [{**r.get("detail", {}), **r} for r in roots]) if roots else []
+    if not diffs:
+        return ""
+    by_id = {r["id"]: r for r in roots}
+    rows = "".join(f"<tr><td>{html.escape(d['id'])}</td><td>{html.escape(d['kind'])}</td><td>{html.escape(d['text'])}</td>"
+                   f"<td>{html.escape('+'.join(by_id.get(d['id'], {}).get('key', {}).get('ops', [])))}</td>"
+                   f"<td><code>{html.escape(str(by_id.get(d['id'], {}).get('repro') or ''))}</code></td></tr>" for d in diffs)
+    return (f"<h2>Version differences: {len(diffs)}</h2><p>Root causes blamed on one version of an engine while another version "
+            "passed the same model and its reduced repro. Check each with <code>ofuzz replay DIR -e A,B</code>.</p>"
+            f"<table><tr><th>root cause</th><th>kind</th><th>what</th><th>operator(s)</th><th>repro</th></tr>{rows}</table>")
 
 
 def _triage_sections(campaign_dir: Path, roots: list[dict], rows: list[dict], n_signatures: int) -> str:

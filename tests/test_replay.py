@@ -62,6 +62,26 @@ def test_each_outcome_from_real_workers(neg_repro, tmp_path):
     assert cases[("testdouble", case.id)].result[0].type == rp.STILL
 
 
+def test_an_engine_whose_outcome_differs_between_runs_is_flaky_not_a_regression(neg_repro, tmp_path):
+    """A version of the blamed engine that gets Neg wrong on every other run (as MNN gave different values to one repro
+    between runs): with --repeat 2 it is flaky, not still failing or fixed; a deterministic one keeps its outcome."""
+    specs = [double("testdouble@flip", {"Neg": "run:flip"}, family="testdouble"), resolve(["testdouble"])[0]]
+    (case,) = rp.load_cases(neg_repro.parent)
+    fam = {s.name: s.family_name for s in specs}
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        once = {r.engine: r.outcome for r in rp.replay(pool, [case], pool.names, lambda e: fam.get(e, e))}
+        twice = rp.replay(pool, [case], pool.names, lambda e: fam.get(e, e), repeat=2)
+    got = {r.engine: r.outcome for r in twice}
+    assert once["testdouble"] == rp.STILL and got == {"testdouble@flip": rp.FLAKY, "testdouble": rp.STILL}, (once, got)
+    flaky = next(r for r in twice if r.outcome == rp.FLAKY)
+    assert "still failing" in flaky.now.detail and "fixed" in flaky.now.detail
+    xml = tmp_path / "r.xml"
+    xml.write_text(rp.junit_xml(twice, 1.0))
+    cases = {(s.name, c.name): c for s in JUnitXml.fromfile(str(xml)) for c in s}
+    assert cases[("testdouble@flip", case.id)].is_skipped
+
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ofuzz.cli", "replay", *args], capture_output=True, text=True, timeout=300)
 

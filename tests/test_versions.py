@@ -86,3 +86,21 @@ def test_a_repro_of_a_pinned_engine_carries_its_requirements(tmp_path):
     out = export({s.name: s for s in specs}, finding, bug / "model.onnx", feeds, tmp_path / "repro", reduce_budget=10)
     assert "MNN==3.6.1" in (out / "requirements.txt").read_text().splitlines()
     assert "pip install -r requirements.txt" in (out / "REPORT.md").read_text()
+
+
+def test_the_report_lists_version_differences(monkeypatch, tmp_path):
+    """The report's section takes the stored root causes (first_idx lives in their detail) to `campaign_differences`."""
+    import ofuzz.versions as versions
+    from ofuzz.report import _version_section
+
+    seen = []
+
+    def fake(campaign_dir, roots):
+        seen.extend(roots)
+        return [{"id": "rc-1", "engine": "mnn@3.0.0", "other": "mnn", "kind": "fixed", "text": "fixed in mnn (only mnn@3.0.0 fails)"}]
+
+    monkeypatch.setattr(versions, "campaign_differences", fake)
+    roots = [{"id": "rc-1", "engine": "mnn@3.0.0", "key": {"ops": ["PRelu"]}, "repro": "repros/abc", "detail": {"first_idx": 7}}]
+    page = _version_section(tmp_path, roots)
+    assert "Version differences: 1" in page and "fixed in mnn" in page and "PRelu" in page and seen[0]["first_idx"] == 7
+    assert _version_section(tmp_path, []) == ""

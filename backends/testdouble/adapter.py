@@ -12,7 +12,8 @@ the oracle's tolerance); `unsupported` says the operator is not supported;
 error names the consumer, not the defective operator; `named` fails conversion
 of the operator only when another node feeds it (as onnx2tf fails on a tensor of
 dynamic shape), with a message that does not name it, and names the failing node
-the way a converter can (`failed_nodes` on the exception).
+the way a converter can (`failed_nodes` on the exception); `flip` is wrong on
+every other run (a nondeterministic engine).
 """
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ class TestDoubleEngine:
         self.onnx, self.Evaluator, self.OpRun = onnx, ReferenceEvaluator, OpRun
         self.faults = dict(faults or {})
         self.latency = float(latency)  # seconds slept per run: a latency-bound engine, to measure scaling without using cores
+        self.runs = 0  # runs of this worker: `flip` is wrong on odd ones
 
     def version(self) -> str:
         return f"testdouble (onnx {self.onnx.__version__})"
@@ -86,6 +88,7 @@ class TestDoubleEngine:
         self.ops = {n.op_type for n in model.graph.node}
         self.outputs = outputs
         new_ops = []
+        self.plain = None
         for op, spec in self.faults.items():
             stage, _, kind = spec.partition(":")
             if op in self.ops and stage == "prepare" and kind == "handoff":
@@ -96,6 +99,9 @@ class TestDoubleEngine:
                 _fault(kind, op, next(n.name for n in model.graph.node if n.op_type == op))
             if op in self.ops and stage == "run" and kind in _VALUE_FAULTS:
                 new_ops.append(self._wrong_op(op, kind))
+            if op in self.ops and stage == "run" and kind == "flip":  # nondeterministic: wrong on every other run
+                new_ops.append(self._wrong_op(op, "wrong"))
+                self.plain = self.Evaluator(model)
         self.ev = self.Evaluator(model, new_ops=new_ops or None)
 
     @staticmethod
@@ -121,6 +127,8 @@ class TestDoubleEngine:
             stage, _, kind = spec.partition(":")
             if op in self.ops and stage == "run" and kind not in _VALUE_FAULTS:
                 _fault(kind, op)
+        self.runs += 1
+        ev = self.plain if self.plain is not None and self.runs % 2 == 0 else self.ev
         with np.errstate(all="ignore"):
-            res = self.ev.run(self.outputs, feeds)
+            res = ev.run(self.outputs, feeds)
         return dict(zip(self.outputs, res))
