@@ -13,7 +13,7 @@ from onnx import defs
 from ofuzz.blocks import Block, CorpusError
 from ofuzz.solver.adapters import guard_domain, merge_into, nearest_rank, norm_axis, reshape, to_dtype, to_rank
 from ofuzz.solver.builder import DTYPE_NAMES, Builder, T
-from ofuzz.solver import rules_basic, rules_index, rules_linalg, rules_seq, rules_shape, rules_spatial  # noqa: F401  (they register their rules)
+from ofuzz.solver import rules_basic, rules_index, rules_linalg, rules_seq, rules_shape, rules_signal, rules_spatial  # noqa: F401  (they register their rules)
 from ofuzz.solver.registry import RULES, Rule  # noqa: F401  (Rule: the type callers see)
 
 OPSET = 17
