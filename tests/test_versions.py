@@ -21,6 +21,10 @@ def test_a_version_is_the_base_engine_pinned_in_an_environment_of_its_own(tmp_pa
     assert old.env_id != mnn.env_id and old.env_id.startswith("mnn@3.5.0-")
     assert ort.family_name == "onnxruntime" and "onnxruntime==1.17.3" in open(ort.env).read().splitlines() and ort.env != "core"
     assert resolve(["mnn@3.5.0"])[0].env_id == old.env_id  # the same version reuses its environment
+    tf, tf_old = resolve(["tensorflow", "tensorflow@1.28.8"])  # a TensorFlow version pins the converter, onnx2tf
+    pins = open(tf_old.env).read().splitlines()
+    assert "onnx2tf==1.28.8" in pins and "onnx2tf==1.29.24" not in pins and "tensorflow==2.19.0" in pins
+    assert tf_old.family_name == tf.family_name == "tensorflow"
 
 
 @pytest.mark.parametrize("name, needle", [("reference@1.0", "has no versions"), ("mnn@latest", "is not a version number"),
