@@ -180,6 +180,13 @@ class Campaign:
                 if hit is not None:
                     out[eng] = f"{hit[0]}{'.' + hit[1] if hit[1] else ''} is unsupported"
                     break
+        if self.steering is not None:
+            ops = {n.op_type for n in m.model.graph.node}
+            rng = np.random.default_rng([self.opts.seed, int(m.provenance.get("index", 0)), 29])
+            for eng in [s.name for s in self.specs if s.name not in out]:
+                why = self.steering.skip_reason(ops, eng, rng)
+                if why:
+                    out[eng] = why
         return out
 
     def _save_files(self, m: GeneratedModel) -> Path:
@@ -284,9 +291,6 @@ class Campaign:
         m = generate_one(self.corpus, self.opts.seed, idx, self.gen_opts, preferred=preferred)
         recs = m.records
         kept = self.coverage.is_new(recs)
-        if kept and self.steering is not None:
-            engines = [s.name for s in self.specs if s.name not in self._skips(m)]
-            kept = self.steering.should_run({n.op_type for n in m.model.graph.node}, engines, np.random.default_rng([self.opts.seed, idx, 29]))
         if kept:
             self.coverage.add(recs)
         p = Pending(idx, m, preferred, node, kept, time.perf_counter() - t0)

@@ -302,7 +302,7 @@ def _progress_table(c) -> Table:
         t.add_row(eng, "  ".join(f"{k} {d.get(k, 0)}" for k in ("DCP", "DCF", "IF", "MCF", "SKIP"))
                   + f"   compared {100 * compared / max(total, 1):.0f}% of models, {100 * compared / max(total - d.get('SKIP', 0), 1):.0f}% of runs")
     if c.steering is not None:
-        t.add_row("steering", f"{c.steering.steered} models not run: they hold an operator an engine keeps failing on")
+        t.add_row("steering", f"{c.steering.steered} engine runs not made: the model holds an operator that engine keeps failing on (SKIP)")
     t.add_row("unique signatures", f"{s.unique}  (" + ", ".join(f"{k} {n}" for k, n in sorted(s.classes.items())) + "; triage after the budget clusters them into root causes)")
     if c.unavailable:
         t.add_row("skipped engines", "; ".join(f"{k}: {v}" for k, v in c.unavailable.items()))
@@ -337,7 +337,7 @@ def campaign(
     ray: Optional[str] = typer.Option(None, "--ray", help="Judge on Ray actors: 'local' (start or join Ray on this machine), 'auto' or ray://HOST:PORT (a cluster). Needs the extra: pip install 'ofuzz[ray]'."),
     actors: int = typer.Option(0, "--actors", help="With --ray: engine-pool actors (default: the cluster's CPUs)."),
     opset: str = OPSET_OPTION,
-    steer: bool = typer.Option(False, "--steer/--no-steer", help="Prefer models every engine can run: models holding an operator an engine keeps failing on are run less often (see docs)."),
+    steer: bool = typer.Option(False, "--steer/--no-steer", help="Engine-aware steering: a model holding an operator an engine keeps failing on is sent to that engine less often (see README)."),
 ) -> None:
     """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""
     import os

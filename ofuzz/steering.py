@@ -6,9 +6,13 @@ of its models, most of them repeats of a dozen known converter defects (tf.add_n
 tf.stack on Mean, ...).  Capability gaps are not sent at all (`Campaign._skips`); this handles the defects.
 
 Each failure an engine attributes to an operator (the failing node it names, or the operator its message names)
-counts against that (engine, operator).  A new model is run with probability
+counts against that (engine, operator).  A new model is sent to engine e with probability
 
-    max(floor, prod over engines e and operators o in the model of (1 - fail_rate(e, o)) ** strength)
+    max(floor, prod over operators o in the model of (1 - fail_rate(e, o)) ** strength)
+
+and the other engines still run it: steering only stops sending an engine what it would most likely fail to
+convert (the first version skipped the whole model, which also starved the other engines of those operators —
+MNN's N-ary Sum defects live in exactly the models TensorFlow fails on).
 
 where fail_rate is a smoothed share of the models holding `o` that `e` failed on because of `o`, among those that
 either ran on `e` or failed there in `o` (a model that failed in another operator says nothing about `o`).  Operators
@@ -31,7 +35,7 @@ class Steering:
         self.prior_fail, self.prior_runs = prior_fail, prior_runs
         self.sent: Counter[tuple[str, str]] = Counter()  # (engine, op) -> models holding op that the engine ran
         self.failed: Counter[tuple[str, str]] = Counter()  # (engine, op) -> failures the engine attributed to op
-        self.steered = 0  # models not run because of steering
+        self.steered = 0  # (model, engine) pairs not sent because of steering
 
     def fail_rate(self, engine: str, op: str) -> float:
         return (self.failed[(engine, op)] + self.prior_fail) / (self.sent[(engine, op)] + self.prior_runs)
@@ -45,10 +49,14 @@ class Steering:
                     p *= (1.0 - min(self.fail_rate(e, o), 0.99)) ** self.strength
         return max(self.floor, p)
 
-    def should_run(self, ops: Iterable[str], engines: Iterable[str], rng: np.random.Generator) -> bool:
-        run = bool(rng.random() < self.run_probability(ops, engines))
-        self.steered += int(not run)
-        return run
+    def skip_reason(self, ops: Iterable[str], engine: str, rng: np.random.Generator) -> str:
+        """Why this model is not sent to `engine` ('' to send it): it holds operators the engine keeps failing on."""
+        ops = set(ops)
+        if rng.random() < self.run_probability(ops, [engine]):
+            return ""
+        self.steered += 1
+        worst = max((o for o in ops if self.failed[(engine, o)]), key=lambda o: self.fail_rate(engine, o))
+        return f"steered: it keeps failing on {worst} ({self.failed[(engine, worst)]} of {self.sent[(engine, worst)]} models)"
 
     def observe(self, ops: Iterable[str], ran: dict[str, str], failed_op: dict[str, str | None]) -> None:
         """`ran`: engine -> status of a model holding `ops`; `failed_op`: engine -> the operator it failed on, if named."""

@@ -23,8 +23,11 @@ def test_steering_learns_which_operator_fails_and_keeps_a_floor():
     assert s.floor <= p < 0.25  # Sum failed on all its 10 models
     assert s.run_probability({"Sum"}, ["onnxruntime"]) == 1.0  # only the engine that fails steers
     rng = np.random.default_rng(0)
-    runs = sum(s.should_run({"Sum"}, ["tensorflow"], rng) for _ in range(400))
+    reasons = [s.skip_reason({"Sum", "Relu"}, "tensorflow", rng) for _ in range(400)]
+    runs = sum(not r for r in reasons)
     assert 20 <= runs <= 100 and s.steered == 400 - runs  # never impossible: the floor keeps a fixed defect visible
+    assert all("Sum" in r for r in reasons if r)
+    assert not any(s.skip_reason({"Sum"}, "onnxruntime", rng) for _ in range(50))  # only the failing engine is steered
 
 
 def _reach(out, engine: str) -> float:
@@ -39,7 +42,8 @@ def _reach(out, engine: str) -> float:
 
 def test_a_campaign_with_steering_compares_more_of_what_it_runs(tmp_path):
     """A test double that fails converting four common operators (naming the node, as the TensorFlow adapter does):
-    with steering, a larger share of the models it is sent reach a comparison than without, on the same seed."""
+    with steering, a larger share of the models it is sent reach a comparison than without, on the same seed, and the
+    other engines still run every model."""
     faulty = dataclasses.replace(resolve(["testdouble"])[0], name="testdouble",
                                  options={"faults": {op: "prepare:raise" for op in ("Reshape", "Pad", "Slice", "Cast")}})
     specs = [faulty, *resolve(["onnxruntime", "reference"])]
@@ -53,4 +57,10 @@ def test_a_campaign_with_steering_compares_more_of_what_it_runs(tmp_path):
         reach[steer] = _reach(out, "testdouble")
         if steer:
             assert c.steering is not None and c.steering.steered > 0
+            con = sqlite3.connect(str(out / "campaign.sqlite"))
+            skipped = dict(con.execute("SELECT engine, COUNT(*) FROM engine_runs WHERE status = 'SKIP' GROUP BY engine").fetchall())
+            run = con.execute("SELECT COUNT(*) FROM models WHERE run = 1").fetchone()[0]
+            ort = con.execute("SELECT COUNT(*) FROM engine_runs WHERE engine = 'onnxruntime' AND status != 'SKIP'").fetchone()[0]
+            con.close()
+            assert skipped.get("testdouble", 0) == c.steering.steered and ort == run, (skipped, run, ort)
     assert reach[True] > reach[False] + 0.1, reach
