@@ -23,6 +23,7 @@ from ofuzz.npz import load_npz
 from ofuzz.repro_check import close_runners
 from ofuzz.judging import Policy
 from ofuzz.runner import EnginePool, for_each_in_pools
+from ofuzz.second_opinion import SecondOpinions
 from ofuzz.signature import Signature, finding_id
 from ofuzz.store import Store
 from ofuzz.triage import Representatives, cluster, triage_finding
@@ -112,12 +113,14 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
             capped.set()
         return capped.is_set()
 
+    opinions = _second_opinions(specs, campaign_dir / "work" / "opinions")
+
     def one(pool: EnginePool, f: dict[str, Any]) -> None:
         fid = folder_id(f)
         models = campaign_dir / "models"
         try:
             triage_finding(pool, by_name, f, models / f"{f['first_model']}.onnx", load_npz(models / f"{f['first_model']}.inputs.npz"),
-                           campaign_dir / "repros" / fid, per_finding, policy, reps)
+                           campaign_dir / "repros" / fid, per_finding, policy, reps, opinions)
         except Exception as exc:  # noqa: BLE001  (recorded; the others go on)
             prog.record(fid, exc, echo, on_progress)
             return
@@ -130,11 +133,26 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
             for_each_in_pools(specs, campaign_dir / "work" / "export", todo, one, workers or (os.cpu_count() or 2), stop=over_time)
         finally:
             close_runners()
+            if opinions is not None:
+                opinions.close()
     if capped.is_set():
         left = prog.total - prog.done - prog.failed
         echo(f"repro export stopped at its time cap ({total:.0f}s) with {left} findings left; "
              f"finish with: ofuzz bugs {campaign_dir} (or ofuzz repro --all --campaign {campaign_dir})")
     return prog.done
+
+
+def _second_opinions(specs: list[EngineSpec], root: Path) -> SecondOpinions | None:
+    """The engines the campaign's engines name as second opinions (not themselves in the campaign)."""
+    from ofuzz.engines.registry import EngineError, resolve
+
+    names = sorted({s.second_opinion for s in specs if s.second_opinion} - {s.name for s in specs})
+    if not names:
+        return None
+    try:
+        return SecondOpinions({s.name: s for s in resolve(names)}, root)
+    except EngineError:
+        return None
 
 
 def _fan_out(actors: Any, campaign_dir: Path, todo: list[dict[str, Any]], per_finding: float, reps: Representatives, prog: ExportProgress,

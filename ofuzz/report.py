@@ -174,6 +174,7 @@ _CLASS_TITLES = {"drift": "Numerical drift (no node diverges on its own; not a b
                  "unsupported": "Unsupported constructs (capability gaps; listed once in the table below)",
                  "undefined": "Inputs the ONNX spec leaves undefined (not a bug)",
                  "split": "No majority (nobody can be blamed)",
+                 "mode-only": "Only in a mode few users run (e.g. onnx2tf's keep-shape mode; its default mode is right; not counted)",
                  "unconfirmed": "Unconfirmed (did not come back on re-run; not counted)"}
 
 

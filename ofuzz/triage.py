@@ -33,7 +33,9 @@ from ofuzz.oracle import DCF, DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
 from ofuzz.rootcause import UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of, key_of, upstream_of
+from ofuzz.npz import load_npz
 from ofuzz.runner import EnginePool
+from ofuzz.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.signature import Signature, finding_id
 from ofuzz.witness import without, witnesses
 
@@ -76,7 +78,8 @@ def _hit(judged: Judged, finding: dict[str, Any]) -> Finding | None:
 
 
 def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_path: Path,
-                   inputs: dict[str, np.ndarray], out: Path, budget: float, policy: Policy, reps: Representatives | None = None) -> dict[str, Any]:
+                   inputs: dict[str, np.ndarray], out: Path, budget: float, policy: Policy, reps: Representatives | None = None,
+                   opinions: SecondOpinions | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     model = onnx.load(str(model_path))
@@ -139,6 +142,11 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
             info["witnesses"] = [red_model.graph.node[i].op_type for i in seen_by]
             key = upstream_of(key, without(red_model, seen_by))
     info["root"] = key.to_json()
+    second = spec_by_name[engine].second_opinion if engine in spec_by_name else ""
+    if opinions is not None and second and hit.status in (DCF, "IF") and (out / "expected.npz").is_file():
+        if opinions.agrees(second, red_model, red_feeds, load_npz(out / "expected.npz")):
+            info["klass"] = MODE_ONLY
+            info["mode_only"] = f"{second} (the same engine as its users run it) runs the reduced repro and matches the expected outputs"
     if str(info.get("repro_check", "")).startswith("not reproduced"):
         # the exported repro, run on its own, does not show it: not counted as a bug (the folder stays, to look at)
         info["klass"], info["unconfirmed_because"] = UNCONFIRMED, "repro.py does not reproduce it in a fresh process"

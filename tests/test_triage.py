@@ -276,3 +276,35 @@ def test_a_further_model_that_did_not_reduce_joins_its_signatures_root_cause(tmp
     got = cluster(tmp_path, [{"signature": sig, "first_idx": 3, "first_model": "m", "count": 2}])
     (rc,) = got["root_causes"]
     assert rc["findings"] == [fid, fid + "~1"] and list(rc["key"]["ops"]) == ["GridSample"]
+
+
+def test_a_wrong_value_the_second_opinion_gets_right_is_mode_only(tmp_path):
+    """An engine whose spec names a second opinion (as `tensorflow` names onnx2tf's default mode, `tensorflow-nhwc`):
+    its reduced Neg divergence is `mode-only` when the second opinion runs the repro right, and stays a bug when the
+    second opinion is wrong the same way; the second opinion never votes."""
+    from ofuzz.second_opinion import MODE_ONLY, SecondOpinions
+    from ofuzz.triage import triage_finding
+
+    faulty = dataclasses.replace(double("testdouble", {"Neg": "run:wrong"}), second_opinion="other")
+    specs = [faulty, *resolve(["onnxruntime", "reference"])]
+    path = tmp_path / "m.onnx"
+    g = helper.make_graph([helper.make_node("Abs", ["x"], ["a"], name="n1_Abs"), helper.make_node("Neg", ["a"], ["y"], name="n0_Neg")], "g",
+                          [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)}
+    got = {}
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        j = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default())
+        (f,) = j.findings
+        row = {"engine": "testdouble", "status": "DCF", "signature": f.signature, "op": f.op, "summary": f.summary, "first_idx": 0,
+               "first_model": "m", "count": 1}
+        for label, second in (("right", double("other", {})), ("wrong too", double("other", {"Neg": "run:wrong"}))):
+            opinions = SecondOpinions({"other": second}, tmp_path / f"opinions-{len(got)}")
+            try:
+                info = triage_finding(pool, {s.name: s for s in specs}, row, path, feeds, tmp_path / f"out-{len(got)}", 60, Policy.default(),
+                                      opinions=opinions)
+            finally:
+                opinions.close()
+            got[label] = info["klass"]
+    assert got == {"right": MODE_ONLY, "wrong too": "bug"}, got

@@ -48,6 +48,7 @@ class EngineSpec:
     # `name@VERSION` engines: the package whose pin the version replaces, and what else a core-env engine's own venv needs
     max_opset: int = 0  # the highest ONNX version the engine runs (0: no known limit); models above it are not sent
     version_package: str = ""
+    second_opinion: str = ""  # an engine asked whether this one's reduced findings show there too (ofuzz.second_opinion)
     version_requires: tuple[str, ...] = ()
     version_max_opset: tuple[tuple[str, int], ...] = ()  # (release prefix, its max_opset) where it differs from max_opset
 
@@ -88,7 +89,7 @@ def _spec_from(raw: dict[str, Any], base: Path, src: str) -> EngineSpec:
         doc=str(raw.get("doc", "")), env_kind=str(raw.get("env_kind", "venv")),
         fresh_after_error=bool(raw.get("fresh_after_error", False)), clean_errors=tuple(str(e) for e in raw.get("clean_errors") or ()),
         family=str(raw.get("family") or ""),
-        max_opset=int(raw.get("max_opset", 0)),
+        max_opset=int(raw.get("max_opset", 0)), second_opinion=str(raw.get("second_opinion") or ""),
         version_package=str((raw.get("versions") or {}).get("package", "")),
         version_requires=tuple(str(r) for r in (raw.get("versions") or {}).get("requires") or ()),
         version_max_opset=tuple((str(k), int(v)) for k, v in ((raw.get("versions") or {}).get("max_opset") or {}).items()),
@@ -182,6 +183,7 @@ def versioned(base: EngineSpec, version: str) -> EngineSpec:
         req.write_text(text)
     limit = next((v for prefix, v in base.version_max_opset if version == prefix or version.startswith(prefix + ".")), base.max_opset)
     return EngineSpec(**{**base.__dict__, "name": name, "env": str(req), "family": base.family_name, "default": False, "max_opset": limit,
+                         "second_opinion": "",  # the other mode is not pinned to this version
                          "install": f"ofuzz engines --install {name}", "doc": f"{base.doc} — pinned to {pin}"})
 
 

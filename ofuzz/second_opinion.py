@@ -1,0 +1,64 @@
+"""Second opinions: does a finding of one mode of an engine show in the mode its users run?
+
+ofuzz runs onnx2tf with the inputs kept in ONNX layout (`-kat`), because its default NCHW→NHWC transposition makes
+outputs ambiguous to compare; most users convert in the default mode.  Two hand triages found wrong values that only
+the keep-shape mode gives (BatchNormalization and InstanceNormalization normalised over the last axis when C equals
+W): defects of an option few use, which a maintainer ranks far below the ones every user hits.  An engine's spec may
+name a `second_opinion` engine (the same converter in its other mode, `tensorflow-nhwc`); a reduced repro of a wrong
+value or a failure to run that the second opinion gets right is classed `mode-only`: shown apart, not counted as a bug.
+
+The second-opinion engine never votes and never runs during reduction: it is asked once per reduced repro, in a pool
+of its own per export thread (TensorFlow takes seconds to start, so the pool is kept).
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from ofuzz.compare import RULE
+from ofuzz.engines.registry import EngineSpec
+from ofuzz.runner import EnginePool
+
+MODE_ONLY = "mode-only"
+
+
+class SecondOpinions:
+    def __init__(self, specs: dict[str, EngineSpec], root: Path, timeout: float | None = None) -> None:
+        self.specs, self.root, self.timeout = specs, Path(root), timeout
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.pools: list[EnginePool] = []
+
+    def _pool(self, name: str) -> EnginePool:
+        pools = getattr(self.local, "pools", None)
+        if pools is None:
+            pools = self.local.pools = {}
+        if name not in pools:
+            pool = EnginePool([self.specs[name]], self.root / f"{name}-{threading.get_ident()}", self.timeout)
+            pool.start()
+            pools[name] = pool
+            with self.lock:
+                self.pools.append(pool)
+        return pools[name]
+
+    def agrees(self, name: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> bool | None:
+        """True when engine `name` runs the model and matches `expected` (None: it is not available here)."""
+        if name not in self.specs or not expected:
+            return None
+        pool = self._pool(name)
+        if name in pool.unavailable:
+            return None
+        prep, run = pool.execute_model(model, feeds, [name]).get(name, (None, None))
+        if prep is None or not prep.ok or run is None or not run.ok:
+            return False
+        names = [o.name for o in model.graph.output if o.name in expected]
+        return bool(names) and RULE.compare_outputs(run.outputs, expected, names).ok
+
+    def close(self) -> None:
+        with self.lock:
+            for p in self.pools:
+                p.close()
+            self.pools.clear()
