@@ -394,3 +394,5 @@ def test_nan_policy_of_the_max_min_family_is_undefined(nc):
     assert nc.undefined(node("Max", 2), [np.array([2.0, 1.0], F), np.array([0.5, 3.0], F)]) is None
     assert nc.undefined(node("Relu"), [nan]).rule == "nan-policy-clamp"
     assert nc.undefined(node("Sigmoid"), [nan]) is None  # Sigmoid(NaN) is NaN by definition: a real NaN bug stays a bug
+    assert nc.undefined(node("Elu"), [nan]).rule == "nan-policy-piecewise"  # piecewise by x < 0: NaN takes no piece
+    assert nc.undefined(node("Elu"), [np.array([1.0, -2.0], F)]) is None
