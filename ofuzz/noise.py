@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 Tri = bool | None  # a condition over unknown values is unknown (None), not false
 Cond = Callable[["_NodeView"], Tri]
-SECTIONS = ("unsupported", "undefined", "reference_gaps")
+SECTIONS = ("unsupported", "undefined", "reference_gaps", "families")
 KINDS = ("float", "int", "uint", "bool", "string", "complex")
 GROUPS = {"op", "attribute"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -521,6 +521,21 @@ def compile_condition(raw: Any, ops: tuple[str, ...]) -> Cond:
 
 
 @dataclass(frozen=True)
+class Family:
+    """Operators one engine implements with one code path: a defect there is one root cause under every name."""
+
+    name: str
+    engines: tuple[str, ...]
+    ops: tuple[str, ...]
+    why: str
+    min_inputs: int = 0  # only nodes with at least this many inputs (N-ary forms)
+    source: str = ""
+
+    def holds(self, engine: str, op: str, n_inputs: int) -> bool:
+        return op in self.ops and n_inputs >= self.min_inputs and any(fnmatch.fnmatchcase(engine, p) for p in self.engines)
+
+
+@dataclass(frozen=True)
 class UnsupportedRule:
     """Failure messages of some engines that mean a construct is not supported."""
 
@@ -587,6 +602,11 @@ class NoiseClasses:
     undefined_rules: tuple[NodeRule, ...] = ()
     reference_gap_rules: tuple[NodeRule, ...] = ()
     sources: tuple[str, ...] = ()
+    family_rules: tuple[Family, ...] = ()
+
+    def family(self, engine: str, op: str, n_inputs: int) -> Family | None:
+        """The engine's operator family a reduced one-node repro belongs to (see noise/families.yaml)."""
+        return next((f for f in self.family_rules if f.holds(engine, op, n_inputs)), None)
 
     def unsupported(self, engine: str, message: str, log_tail: str = "", op_hint: str | None = None) -> Gap | None:
         """The capability gap a failure message shows; the most specific rule (attribute, then op) wins."""
@@ -695,6 +715,7 @@ _FIELDS = {
     "unsupported": ({"name", "engines", "patterns"}, {"op", "attribute", "op_from", "doc"}),
     "undefined": ({"name", "ops", "why"}, {"when", "doc"}),
     "reference_gaps": ({"name", "ops", "reason"}, {"when", "doc"}),
+    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc"}),
 }
 
 
@@ -736,7 +757,8 @@ def _load_cached(key: tuple[tuple[str, int], ...]) -> NoiseClasses:
         for section, entries in doc.items():
             for n, raw in enumerate(entries, 1):
                 sections[section].append(_entry(section, raw, file, n, sections[section]))
-    return NoiseClasses(tuple(sections["unsupported"]), tuple(sections["undefined"]), tuple(sections["reference_gaps"]), tuple(sources))
+    return NoiseClasses(tuple(sections["unsupported"]), tuple(sections["undefined"]), tuple(sections["reference_gaps"]), tuple(sources),
+                        tuple(sections["families"]))
 
 
 def _read(path: Path) -> dict[str, list]:
@@ -761,7 +783,7 @@ def _read(path: Path) -> dict[str, list]:
     return doc
 
 
-def _entry(section: str, raw: Any, file: str, n: int, earlier: list) -> UnsupportedRule | NodeRule:
+def _entry(section: str, raw: Any, file: str, n: int, earlier: list) -> UnsupportedRule | NodeRule | Family:
     name = raw.get("name") if isinstance(raw, dict) and isinstance(raw.get("name"), str) else "?"
     try:
         if not isinstance(raw, dict):
@@ -769,9 +791,21 @@ def _entry(section: str, raw: Any, file: str, n: int, earlier: list) -> Unsuppor
         _check_fields(section, raw)
         if any(r.name == name for r in earlier):
             raise _Bad(f"duplicate name in section {section}", "give every entry of a section a unique name")
+        if section == "families":
+            return _family(raw, file)
         return _unsupported_rule(raw, file) if section == "unsupported" else _node_rule(section, raw, file)
     except _Bad as bad:
         raise _error(file, n, name, bad.problem, bad.fix) from None
+
+
+def _family(raw: dict, file: str) -> Family:
+    ops = [_known_op(o) for o in _strings(raw, "ops")]
+    if len(ops) < 2:
+        raise _Bad(f"a family needs at least two operators, got {ops}", "list every operator the engine implements with that code path")
+    n = raw.get("min_inputs", 0)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise _Bad(f"min_inputs must be a non-negative integer, got {n!r}", "write min_inputs: 3 (or leave it out)")
+    return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file)
 
 
 def _check_fields(section: str, raw: dict) -> None:

@@ -210,8 +210,11 @@ def _record(out: Path, info: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
-def cluster(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, Any]:
-    """Group the triaged findings into root causes (by the representative's reduced repro) and count the classes."""
+def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "default") -> dict[str, Any]:
+    """Group the triaged findings into root causes (by the representative's reduced repro) and count the classes.
+    `noise`: the loaded noise classes whose `families` merge one engine code path's operators (default: the shipped)."""
+    if noise == "default":
+        noise = Policy.default().noise
     infos: dict[str, dict[str, Any]] = {}
     for f in findings:
         fid = finding_id(f["signature"])
@@ -237,10 +240,18 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, Any
         base = fid.split("~")[0]
         if variant and nodes > WELL_REDUCED and base in key_of_fid:
             key = key_of_fid[base]  # a further model that did not reduce says nothing new: it joins its signature's root cause
+        severity = key.severity()
+        fam = _family(campaign_dir, key, fid if "root" in info else info.get("attached_to", ""), nodes, noise)
+        if fam is not None:  # one code path of the engine under several operator names: one root cause
+            key = RootKey(key.engine, FAMILY, fam.name, fam.ops, (), (), "")
         key_of_fid[fid] = key
-        rc = roots.setdefault(key.id(), {"id": key.id(), "key": key.to_json(), "severity": key.severity(), "engine": key.engine,
+        rc = roots.setdefault(key.id(), {"id": key.id(), "key": key.to_json(), "severity": severity, "engine": key.engine,
                                          "signatures": [], "findings": [], "occurrences": 0, "first_idx": None, "first_model": None,
-                                         "repro": None, "nodes": None})
+                                         "repro": None, "nodes": None, "held": set()})
+        rc["severity"] = min(rc["severity"], severity)  # a family is as bad as its worst member
+        if fam is not None:
+            rc["family_why"] = fam.why
+        rc["held"] |= set(RootKey.from_json(rep["root"]).ops)  # every operator its repros hold, reduced or not
         row = info["_row"]
         if row["signature"] not in rc["signatures"]:
             rc["signatures"].append(row["signature"])
@@ -255,8 +266,52 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, Any
                 rc["nodes"], rc["repro"], rc["summary"] = nodes, f"repros/{fid}", info.get("summary", "")
                 rc["repro_check"] = info.get("repro_check", "")
     absorb_supersets(roots)
+    absorb_unreduced(roots)
+    for rc in roots.values():
+        rc["held"] = sorted(rc["held"])
     ranked = sorted(roots.values(), key=lambda r: (r["severity"], r["engine"], -r["occurrences"], r["id"]))
     return {"root_causes": ranked, "classes": {k: sorted(v) for k, v in classes.items()}}
+
+
+FAMILY = "family"
+
+
+def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: Any) -> Any:
+    """The engine's operator family (noise/families.yaml) of a one-node repro, counting the node's inputs."""
+    if noise is None or nodes != 1 or len(key.ops) != 1 or key.failure == UPSTREAM or not noise.family_rules:
+        return None
+    path = campaign_dir / "repros" / folder / "model.onnx"
+    if not folder or not path.is_file():
+        return None
+    node = onnx.load(str(path)).graph.node[0]
+    return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i))
+
+
+def absorb_unreduced(roots: dict[str, dict[str, Any]]) -> None:
+    """A failure whose repro the reducer could not bring down (keyed without operators) joins the one reduced root cause
+    of the same engine, status, failure and message whose operators its repro holds: MNN's converter crashing on an
+    LSTM came back as a 1-node root cause and as two 5- and 8-node ones holding that LSTM (hand triage 6).  Only when
+    exactly one reduced root cause fits: with two candidates nothing tells which the big repro shows."""
+    def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
+        k, ko = r["key"], o["key"]
+        return (o is not r and o["engine"] == r["engine"] and ko["status"] == k["status"] and ko["failure"] == k["failure"]
+                and ko.get("message", "") == k.get("message", "") and bool(ko["ops"]) and set(ko["ops"]) <= set(r["held"]))
+
+    for rid in sorted(roots):
+        r = roots[rid]
+        if r["key"]["ops"] or r["key"]["status"] == "DCF" or not r["held"]:
+            continue
+        into = [o for o in roots.values() if fits(r, o)]
+        if len(into) != 1:
+            continue
+        target = into[0]
+        target["signatures"] += [s for s in r["signatures"] if s not in target["signatures"]]
+        target["findings"] += r["findings"]
+        target["occurrences"] += r["occurrences"]
+        target.setdefault("absorbed", []).append(rid)
+        if r["first_idx"] is not None and (target["first_idx"] is None or r["first_idx"] < target["first_idx"]):
+            target["first_idx"], target["first_model"] = r["first_idx"], r["first_model"]
+        del roots[rid]
 
 
 def absorb_supersets(roots: dict[str, dict[str, Any]]) -> None:

@@ -130,7 +130,7 @@ def nc():
 
 def test_shipped_files_load(nc):
     assert noise_dir() == Path(__file__).resolve().parents[1] / "noise"
-    assert {Path(s).name for s in nc.sources} == {"unsupported.yaml", "undefined.yaml", "reference_gaps.yaml"}
+    assert {Path(s).name for s in nc.sources} == {"unsupported.yaml", "undefined.yaml", "reference_gaps.yaml", "families.yaml"}
     assert len(nc.unsupported_rules) >= 10 and len(nc.undefined_rules) >= 10 and len(nc.reference_gap_rules) >= 10
 
 
@@ -355,6 +355,9 @@ BAD_FILES = [
     ("yaml syntax", "unsupported:\n  - name: bad13\n    engines: [mnn\n    patterns: ['x']\n",
      "entry 0 (top level): YAML syntax error at line"),
     ("unknown section", "unsupported: []\nundefind: []\n", "unknown section(s) ['undefind']"),
+    ("family of one", "families:\n  - name: bad14\n    engines: [mnn]\n    ops: [Sum]\n    why: w\n", "at least two operators"),
+    ("family min_inputs", "families:\n  - name: bad15\n    engines: [mnn]\n    ops: [Sum, Max]\n    why: w\n    min_inputs: many\n",
+     "min_inputs must be a non-negative integer"),
 ]
 
 
@@ -396,3 +399,10 @@ def test_nan_policy_of_the_max_min_family_is_undefined(nc):
     assert nc.undefined(node("Sigmoid"), [nan]) is None  # Sigmoid(NaN) is NaN by definition: a real NaN bug stays a bug
     assert nc.undefined(node("Elu"), [nan]).rule == "nan-policy-piecewise"  # piecewise by x < 0: NaN takes no piece
     assert nc.undefined(node("Elu"), [np.array([1.0, -2.0], F)]) is None
+
+
+def test_families_name_one_code_path_per_engine(nc):
+    """MNN's N-ary elementwise family holds Sum/Min/Max/Mean with 3+ inputs, for MNN and its versions only."""
+    fam = nc.family("mnn", "Max", 3)
+    assert fam is not None and fam.name == "mnn-nary-eltwise" and nc.family("mnn@3.5.0", "Sum", 4) == fam
+    assert nc.family("mnn", "Max", 2) is None and nc.family("tensorflow", "Sum", 3) is None and nc.family("mnn", "Add", 3) is None
