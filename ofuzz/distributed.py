@@ -43,7 +43,7 @@ def _ray() -> Any:
 
 
 def connect(address: str) -> None:
-    """'local': start (or reuse) a Ray instance on this machine; 'auto' or 'ray://host:port' or 'host:port': join."""
+    """'local': start a private Ray instance on this machine; 'auto' or 'ray://host:port' or 'host:port': join one."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no telemetry from ofuzz's side
     ray = _ray()
     if ray.is_initialized():
@@ -51,7 +51,10 @@ def connect(address: str) -> None:
     kwargs: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": False, "include_dashboard": False}
     try:
         if address == "local":
-            ray.init(_node_ip_address="127.0.0.1", **kwargs)  # a private instance: nothing listens beyond this machine
+            # a private instance that nothing beyond this machine reaches; always a new one ("local"), never one found
+            # through /tmp/ray/ray_current_cluster: a cluster killed without `ray stop` leaves that file behind, and
+            # joining its dead head hung here for good (join a running instance with --ray auto)
+            ray.init(address="local", _node_ip_address="127.0.0.1", **kwargs)
         else:
             kwargs.pop("include_dashboard")
             ray.init(address=address, **kwargs)
