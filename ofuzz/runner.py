@@ -115,7 +115,8 @@ def for_each_in_pools(specs: list[EngineSpec], workdir: Path, items: list[T], fn
                       workers: int, stop: Callable[[], bool] = lambda: False) -> None:
     """Call fn(pool, item) for every item from W threads, each owning one long-lived started pool,
     so engine start-up is paid W times, not once per item. fn handles its own errors; once
-    `stop()` is true no new item is taken."""
+    `stop()` is true no new item is taken, except that each pool takes one: a time cap that ran out
+    while the engines were starting (a loaded machine) must not leave the phase with nothing done."""
     queue: Queue[T] = Queue()
     for item in items:
         queue.put(item)
@@ -123,7 +124,9 @@ def for_each_in_pools(specs: list[EngineSpec], workdir: Path, items: list[T], fn
     def one_pool(i: int) -> None:
         with EnginePool(specs, workdir / f"pool{i}") as pool:
             pool.start()
-            while not stop():
+            first = True
+            while first or not stop():
+                first = False
                 try:
                     item = queue.get_nowait()
                 except Empty:
