@@ -22,7 +22,7 @@ a defect that is fixed mid-campaign, or a new failure of the same operator, can 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 

@@ -306,14 +306,18 @@ def absorb_unreduced(roots: dict[str, dict[str, Any]]) -> None:
         into = [o for o in roots.values() if fits(r, o)]
         if len(into) != 1:
             continue
-        target = into[0]
-        target["signatures"] += [s for s in r["signatures"] if s not in target["signatures"]]
-        target["findings"] += r["findings"]
-        target["occurrences"] += r["occurrences"]
-        target.setdefault("absorbed", []).append(rid)
-        if r["first_idx"] is not None and (target["first_idx"] is None or r["first_idx"] < target["first_idx"]):
-            target["first_idx"], target["first_model"] = r["first_idx"], r["first_model"]
-        del roots[rid]
+        _merge(roots, rid, into[0])
+
+
+def _merge(roots: dict[str, dict[str, Any]], rid: str, target: dict[str, Any]) -> None:
+    """Root cause `rid` joins `target`: its signatures, findings, occurrences and earliest model."""
+    r = roots.pop(rid)
+    target["signatures"] += [s for s in r["signatures"] if s not in target["signatures"]]
+    target["findings"] += r["findings"]
+    target["occurrences"] += r["occurrences"]
+    target.setdefault("absorbed", []).append(rid)
+    if r["first_idx"] is not None and (target["first_idx"] is None or r["first_idx"] < target["first_idx"]):
+        target["first_idx"], target["first_model"] = r["first_idx"], r["first_model"]
 
 
 def absorb_supersets(roots: dict[str, dict[str, Any]]) -> None:
@@ -333,11 +337,4 @@ def absorb_supersets(roots: dict[str, dict[str, Any]]) -> None:
                 and o["key"]["failure"] == UPSTREAM and o["key"]["ops"] and ops(o) < ops(r)]
         if not into:
             continue
-        target = min(into, key=lambda o: (len(ops(o)), o["id"]))
-        target["signatures"] += [s for s in r["signatures"] if s not in target["signatures"]]
-        target["findings"] += r["findings"]
-        target["occurrences"] += r["occurrences"]
-        target.setdefault("absorbed", []).append(rid)
-        if r["first_idx"] is not None and (target["first_idx"] is None or r["first_idx"] < target["first_idx"]):
-            target["first_idx"], target["first_model"] = r["first_idx"], r["first_model"]
-        del roots[rid]
+        _merge(roots, rid, min(into, key=lambda o: (len(ops(o)), o["id"])))
