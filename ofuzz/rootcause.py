@@ -138,17 +138,15 @@ def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None
     defect (hand triage #5: Pow, GatherND, GridSample and OneHot each came back as two or three root causes)."""
     if key.status == "DCF" or key.failure == UPSTREAM:
         return key
-    failure = key.failure
+    crash = crash_like(key.failure)
+    # a crash's signal and last log line vary between runs of one defect (MNN's LSTM converter: SIGSEGV, SIGABRT or
+    # bad_alloc after different lines, or a ConverterCrash its adapter reports): the crash and where it happens are
+    # the key, not how it looked this time
+    failure, message = ("crash", "") if crash else (key.failure, message)
     if failed_op:
         modes = tuple(a for a in key.attrs if "=" in a and a.startswith(f"{failed_op}."))
-        if crash_like(failure):
-            failure, message = "crash", ""
         return RootKey(key.engine, key.status, failure, (failed_op,), modes, (), message)
-    if crash_like(failure):
-        # a crash's signal and last log line vary between runs of one defect (MNN's LSTM converter: SIGSEGV, SIGABRT or
-        # bad_alloc after different lines, or a ConverterCrash its adapter reports): the crash and where it happens are
-        # the key, not how it looked this time
-        failure = "crash"
+    if crash:
         return RootKey(key.engine, key.status, failure, key.ops if nodes <= WELL_REDUCED else (), (), (), "")
     if nodes > WELL_REDUCED:
         return RootKey(key.engine, key.status, failure, (), (), (), message)
