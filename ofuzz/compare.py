@@ -7,7 +7,10 @@ FLOOR = 1e-2: below 0.01 in magnitude an element is compared absolutely (1e-5),
 so float32 rounding around zero does not flood the count.  Shapes and dtype
 kinds must match.  Non-finite values are compared exactly: NaN vs a number, or
 +Inf vs -Inf vs NaN, is a mismatch of category `nan` / `inf` however few
-elements differ.
+elements differ, as long as the finite elements agree; when they do not, the
+category is `value` (wrong numbers are the worse defect, and a `nan` category
+then means exactly "only the NaN handling differs", which the NaN-policy noise
+class relies on).
 
 Why a module of its own with only numpy and the standard library: every
 exported repro folder carries a verbatim copy of this file, so `repro.py`
@@ -93,6 +96,10 @@ class ComparisonRule:
         frac = float(bad.mean())
         max_abs = float(diff.max()) if both.any() else 0.0
         max_rel = float(rel.max()) if both.any() else 0.0
+        finite_bad = (rel > self.rel_tol) & both
+        if (nan_bad.any() or inf_bad.any()) and self.too_many(finite_bad):  # wrong numbers too: that is the worse defect
+            return Comparison(False, "value", name, max_abs, max_rel, frac,
+                              f"also {int(nan_bad.sum())} NaN and {int(inf_bad.sum())} Inf mismatches")
         if nan_bad.any():
             return Comparison(False, "nan", name, max_abs, max_rel, frac, f"{int(nan_bad.sum())} NaN mismatches")
         if inf_bad.any():

@@ -169,8 +169,12 @@ def _dcf_finding(pool: EnginePool, model: onnx.ModelProto, inputs: dict[str, np.
             if iso.verdict == DEFECT:
                 div = {k: iso.info[k] for k in ("op", "node", "output", "category", "max_abs", "max_rel", "attrs")}
                 cat = iso.info["category"]
+                gap = policy.noise.by_design(eng, div["op"], cat) if policy.noise is not None else None
                 und = _undefined(policy, model, iso, opset)
-                if und is not None:
+                if gap is not None:  # the engine's documented choice (onnx2tf's float QuantizeLinear): its capability table
+                    klass = UNSUPPORTED
+                    detail["gap"] = {"engine": gap.engine, "op": gap.op, "attribute": gap.attribute, "rule": gap.rule, "key": gap.key()}
+                elif und is not None:
                     klass = UNDEFINED
                     detail["undefined"] = und
             elif iso.verdict == DRIFT:
@@ -188,5 +192,5 @@ def _undefined(policy: Policy, model: onnx.ModelProto, iso: Any, opset: int) -> 
     node = iso.model.graph.node[0]
     inits = {t.name: onnx.numpy_helper.to_array(t) for t in iso.model.graph.initializer}
     ins = [iso.feeds.get(n, inits.get(n)) if n else None for n in node.input]
-    u = policy.noise.undefined(node, ins, opset)
+    u = policy.noise.undefined(node, ins, opset, iso.info.get("category"))
     return {"rule": u.rule, "op": u.op, "why": u.why} if u is not None else None

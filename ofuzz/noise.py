@@ -28,6 +28,7 @@ KINDS = ("float", "int", "uint", "bool", "string", "complex")
 GROUPS = {"op", "attribute"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+ANY_OP = "*"  # an undefined rule for every operator (the NaN policy)
 
 
 class NoiseError(ValueError):
@@ -171,6 +172,7 @@ class _NodeView:
     node: onnx.NodeProto
     args: tuple[_Arg, ...]
     opset: int
+    divergence: str | None = None  # how the blamed engine's output differs (compare.py's category), when judging one
 
     def arg(self, i: int) -> _Arg:
         return self.args[i] if i < len(self.args) else _Arg(False)
@@ -251,7 +253,7 @@ def _index(x: Any, what: str, ops: tuple[str, ...]) -> int:
     if not isinstance(x, int) or isinstance(x, bool) or x < 0:
         raise _Bad(f"{what} must be an input index (0, 1, ...), got {x!r}", "number inputs from 0 as in the operator's schema")
     for op in ops:
-        if x >= _op_facts(op)[1]:
+        if op != ANY_OP and x >= _op_facts(op)[1]:
             raise _Bad(f"{what} {x} is beyond the inputs of {op} (it has {_op_facts(op)[1]})", "use an input index the operator has")
     return x
 
@@ -260,7 +262,7 @@ def _attr_name(x: Any, ops: tuple[str, ...]) -> str:
     if not isinstance(x, str):
         raise _Bad(f"attribute name must be a string, got {x!r}", "write the ONNX attribute's name")
     for op in ops:
-        if x not in _op_facts(op)[0]:
+        if op != ANY_OP and x not in _op_facts(op)[0]:
             known = ", ".join(sorted(_op_facts(op)[0])) or "none"
             raise _Bad(f"unknown attribute {x!r} for op {op}", f"use one of its attributes ({known}) or list only ops that have it")
     return x
@@ -350,6 +352,22 @@ p_has_nan = _value_test(lambda v: _is_float(v) and bool(np.isnan(_floats(v)).any
 p_has_inf = _value_test(lambda v: _is_float(v) and bool(np.isinf(_floats(v)).any()), "has_inf")
 p_has_zero = _value_test(lambda v: bool((v == 0).any()), "has_zero")
 p_has_nonzero = _value_test(lambda v: bool((v != 0).any()), "has_nonzero")
+
+
+def p_any_input_has_nan(arg: Any, ops: tuple[str, ...]) -> Cond:
+    if arg is not True:
+        raise _Bad(f"any_input_has_nan takes true, got {arg!r}", "write any_input_has_nan: true")
+    nan = lambda v: _is_float(v) and bool(np.isnan(_floats(v)).any())  # noqa: E731
+    return lambda n: _any(_values(a, nan) for a in n.args)
+
+
+DIVERGENCES = ("shape", "dtype", "missing", "value", "nan", "inf", "failure")
+FAILURES = (*DIVERGENCES, "crash", "exit", "oom", "timeout", "exception", "upstream")  # a root key's failure class
+
+
+def p_divergence(arg: Any, ops: tuple[str, ...]) -> Cond:
+    kinds = _list_of(arg, "divergence", lambda k: k in DIVERGENCES, f" from {', '.join(DIVERGENCES)}")
+    return lambda n: None if n.divergence is None else n.divergence in kinds
 
 
 def p_outside_int_range(arg: Any, ops: tuple[str, ...]) -> Cond:
@@ -520,6 +538,13 @@ def compile_condition(raw: Any, ops: tuple[str, ...]) -> Cond:
 # Rules
 
 
+def engine_matches(engine: str, patterns: tuple[str, ...]) -> bool:
+    """fnmatch patterns over an engine's name; a pinned version (mnn@3.5.0) also answers to its engine's name,
+    since a version speaks with the same messages and code paths unless a rule names versions itself."""
+    names = {engine, engine.partition("@")[0]}
+    return any(fnmatch.fnmatchcase(n, p) for n in names for p in patterns)
+
+
 @dataclass(frozen=True)
 class Family:
     """Operators one engine implements with one code path: a defect there is one root cause under every name."""
@@ -530,9 +555,11 @@ class Family:
     why: str
     min_inputs: int = 0  # only nodes with at least this many inputs (N-ary forms)
     source: str = ""
+    failures: tuple[str, ...] = ()  # only these failure classes (value, inf, crash, ...); empty: any
 
-    def holds(self, engine: str, op: str, n_inputs: int) -> bool:
-        return op in self.ops and n_inputs >= self.min_inputs and any(fnmatch.fnmatchcase(engine, p) for p in self.engines)
+    def holds(self, engine: str, op: str, n_inputs: int, failure: str = "") -> bool:
+        return (op in self.ops and n_inputs >= self.min_inputs and engine_matches(engine, self.engines)
+                and (not self.failures or failure.split(":")[0] in self.failures))
 
 
 @dataclass(frozen=True)
@@ -546,13 +573,14 @@ class UnsupportedRule:
     attribute: str | None = None
     op_from: tuple[re.Pattern[str], ...] = ()
     source: str = ""
+    divergences: tuple[str, ...] = ()  # instead of patterns: the engine runs `op` but by design differs this way (dtype, ...)
 
     def covers(self, engine: str) -> bool:
-        return any(fnmatch.fnmatchcase(engine, p) for p in self.engines)
+        return engine_matches(engine, self.engines)
 
     def match(self, engine: str, message: str, log_tail: str = "", op_hint: str | None = None) -> Gap | None:
         """The gap this rule sees in a failure (message first, then the log tail), if any."""
-        if not self.covers(engine):
+        if not self.patterns or not self.covers(engine):
             return None
         texts = [_ANSI.sub("", message or ""), _ANSI.sub("", log_tail or "")]
         m = _first_match(self.patterns, texts)
@@ -583,9 +611,11 @@ class NodeRule:
     when: tuple[Cond, ...]
     text: str
     source: str = ""
+    except_ops: frozenset[str] = frozenset()  # with ops ['*']: operators whose spec does say (Ceil/Floor/Round/Mod on NaN)
 
     def evaluate(self, view: _NodeView) -> Tri:
-        if view.node.op_type not in self.ops or view.node.domain not in _DEFAULT_DOMAINS:
+        op = view.node.op_type
+        if (ANY_OP not in self.ops and op not in self.ops) or op in self.except_ops or view.node.domain not in _DEFAULT_DOMAINS:
             return False
         return _all(c(view) for c in self.when)
 
@@ -604,18 +634,27 @@ class NoiseClasses:
     sources: tuple[str, ...] = ()
     family_rules: tuple[Family, ...] = ()
 
-    def family(self, engine: str, op: str, n_inputs: int) -> Family | None:
+    def family(self, engine: str, op: str, n_inputs: int, failure: str = "") -> Family | None:
         """The engine's operator family a reduced one-node repro belongs to (see noise/families.yaml)."""
-        return next((f for f in self.family_rules if f.holds(engine, op, n_inputs)), None)
+        return next((f for f in self.family_rules if f.holds(engine, op, n_inputs, failure)), None)
+
+    def by_design(self, engine: str, op: str, divergence: str) -> Gap | None:
+        """The documented design choice of an engine that a wrong output of this operator shows (onnx2tf's
+        QuantizeLinear returns float fake-quantised values): a capability gap, not a defect."""
+        rule = next((r for r in self.unsupported_rules if r.divergences and r.op == op and divergence in r.divergences
+                     and r.covers(engine)), None)
+        return Gap(engine, op, rule.attribute, rule.name) if rule else None
 
     def unsupported(self, engine: str, message: str, log_tail: str = "", op_hint: str | None = None) -> Gap | None:
         """The capability gap a failure message shows; the most specific rule (attribute, then op) wins."""
         gaps = [g for r in self.unsupported_rules if (g := r.match(engine, message, log_tail, op_hint))]
         return max(gaps, key=lambda g: (g.attribute is not None, g.op is not None), default=None)
 
-    def undefined(self, node: onnx.NodeProto, inputs: list[np.ndarray | None], opset: int = 17) -> Undefined | None:
-        """The spec-undefined case this node hits with these input values (unknown values: not undefined)."""
-        view = _view(node, inputs, opset)
+    def undefined(self, node: onnx.NodeProto, inputs: list[np.ndarray | None], opset: int = 17,
+                  divergence: str | None = None) -> Undefined | None:
+        """The spec-undefined case this node hits with these input values (unknown values: not undefined);
+        `divergence` is how the blamed engine differed there (compare.py's category), for rules that ask."""
+        view = _view(node, inputs, opset, divergence)
         rule = next((r for r in self.undefined_rules if r.evaluate(view) is True), None)
         return Undefined(rule.name, node.op_type, rule.text) if rule else None
 
@@ -640,9 +679,9 @@ class NoiseClasses:
         return out
 
 
-def _view(node: onnx.NodeProto, inputs: list[np.ndarray | None], opset: int) -> _NodeView:
+def _view(node: onnx.NodeProto, inputs: list[np.ndarray | None], opset: int, divergence: str | None = None) -> _NodeView:
     args = tuple(_Arg.of(inputs[i] if i < len(inputs) else None, present=bool(name)) for i, name in enumerate(node.input))
-    return _NodeView(node, args, opset)
+    return _NodeView(node, args, opset, divergence)
 
 
 def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
@@ -712,10 +751,10 @@ def _constant_value(node: onnx.NodeProto) -> np.ndarray | None:
 # Loading and validation
 
 _FIELDS = {
-    "unsupported": ({"name", "engines", "patterns"}, {"op", "attribute", "op_from", "doc"}),
-    "undefined": ({"name", "ops", "why"}, {"when", "doc"}),
-    "reference_gaps": ({"name", "ops", "reason"}, {"when", "doc"}),
-    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc"}),
+    "unsupported": ({"name", "engines"}, {"patterns", "op", "attribute", "op_from", "doc", "divergence"}),
+    "undefined": ({"name", "ops", "why"}, {"when", "doc", "except_ops"}),
+    "reference_gaps": ({"name", "ops", "reason"}, {"when", "doc", "except_ops"}),
+    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures"}),
 }
 
 
@@ -805,7 +844,10 @@ def _family(raw: dict, file: str) -> Family:
     n = raw.get("min_inputs", 0)
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise _Bad(f"min_inputs must be a non-negative integer, got {n!r}", "write min_inputs: 3 (or leave it out)")
-    return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file)
+    failures = _strings(raw, "failures", required=False)
+    if set(failures) - set(FAILURES):
+        raise _Bad(f"unknown failure class(es) {sorted(set(failures) - set(FAILURES))}", f"use {', '.join(FAILURES)}")
+    return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file, tuple(failures))
 
 
 def _check_fields(section: str, raw: dict) -> None:
@@ -849,17 +891,32 @@ def _regex(p: str, need_op: bool = False) -> re.Pattern[str]:
 
 
 def _unsupported_rule(raw: dict, file: str) -> UnsupportedRule:
+    if ("patterns" in raw) == ("divergence" in raw):
+        raise _Bad("an unsupported entry needs exactly one of patterns, divergence",
+                   "patterns: [...] for a failure message; divergence: [dtype] with op: for a wrong output by design")
+    divergences = _strings(raw, "divergence", required=False)
+    if divergences and ("op" not in raw or set(divergences) - set(DIVERGENCES)):
+        raise _Bad(f"divergence {divergences} needs op: and categories from {', '.join(DIVERGENCES)}",
+                   "write op: QuantizeLinear and divergence: [dtype]")
     return UnsupportedRule(
-        name=raw["name"], engines=tuple(_strings(raw, "engines")), patterns=tuple(_regex(p) for p in _strings(raw, "patterns")),
+        name=raw["name"], engines=tuple(_strings(raw, "engines")),
+        patterns=tuple(_regex(p) for p in _strings(raw, "patterns")) if "patterns" in raw else (),
         op=_known_op(raw["op"]) if "op" in raw else None, attribute=raw.get("attribute"),
         op_from=tuple(_regex(p, need_op=True) for p in _strings(raw, "op_from", required=False)), source=file,
+        divergences=tuple(divergences),
     )
 
 
 def _node_rule(section: str, raw: dict, file: str) -> NodeRule:
-    ops = tuple(_known_op(op) for op in _strings(raw, "ops"))
+    names = _strings(raw, "ops")
+    if ANY_OP in names and names != [ANY_OP]:
+        raise _Bad(f"ops {names} mixes '*' with operator names", "write ops: ['*'] alone for every operator, or list operators")
+    ops = (ANY_OP,) if names == [ANY_OP] else tuple(_known_op(op) for op in names)
+    if "except_ops" in raw and ops != (ANY_OP,):
+        raise _Bad("except_ops is only for ops: ['*']", "list the operators in ops instead")
+    excluded = frozenset(_known_op(op) for op in _strings(raw, "except_ops", required=False))
     when = raw.get("when", [])
     if not isinstance(when, list):
         raise _Bad(f"when must be a list of conditions, got {when!r}", "write when: followed by '- predicate: argument' items")
     text = raw["why"] if section == "undefined" else raw["reason"]
-    return NodeRule(raw["name"], frozenset(ops), tuple(compile_condition(c, ops) for c in when), text, file)
+    return NodeRule(raw["name"], frozenset(ops), tuple(compile_condition(c, ops) for c in when), text, file, excluded)

@@ -143,8 +143,8 @@ def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None
     # bad_alloc after different lines, or a ConverterCrash its adapter reports): the crash and where it happens are
     # the key, not how it looked this time
     failure, message = ("crash", "") if crash else (key.failure, message)
-    if failed_op:
-        modes = tuple(a for a in key.attrs if "=" in a and a.startswith(f"{failed_op}."))
+    if failed_op:  # a crash's modes vary like its signal (MNN's LSTM converter crash: forward and reverse)
+        modes = () if crash else tuple(a for a in key.attrs if "=" in a and a.startswith(f"{failed_op}."))
         return RootKey(key.engine, key.status, failure, (failed_op,), modes, (), message)
     if crash:
         return RootKey(key.engine, key.status, failure, key.ops if nodes <= WELL_REDUCED else (), (), (), "")

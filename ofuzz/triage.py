@@ -238,7 +238,10 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
             continue
         nodes = rep.get("reduction", {}).get("nodes_after", 0)
         failed_op = ((rep.get("repro_failure") or {}).get("failed_ops") or [None])[-1]
-        key = coarsen(RootKey.from_json(rep["root"]), nodes, Signature.parse(rep["signature"]).text, failed_op)
+        sig, raw_key = Signature.parse(rep["signature"]), RootKey.from_json(rep["root"])
+        if failed_op is None and crash_like(raw_key.failure) and sig.op in raw_key.ops:
+            failed_op = sig.op  # a crash the reducer could not shrink, in the operator its log named (MNN: "... compute LSTM")
+        key = coarsen(raw_key, nodes, sig.text, failed_op)
         base = fid.split("~")[0]
         if variant and nodes > WELL_REDUCED and base in key_of_fid:
             key = key_of_fid[base]  # a further model that did not reduce says nothing new: it joins its signature's root cause
@@ -286,7 +289,7 @@ def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: An
     if not folder or not path.is_file():
         return None
     node = onnx.load(str(path)).graph.node[0]
-    return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i))
+    return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i), key.failure)
 
 
 def absorb_unreduced(roots: dict[str, dict[str, Any]]) -> None:

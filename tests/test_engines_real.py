@@ -153,3 +153,46 @@ def test_mnn_keeps_scalar_inputs_scalar(tmp_path):
                           [helper.make_tensor_value_info("y", 1, [])])
     j = _judge_on(tmp_path, g, ["onnxruntime", "mnn", "reference"], {"x": np.array(0.5, np.float32)})
     assert j.verdict.results["mnn"].status == "DCP" and j.verdict.results["mnn"].outcome.outputs["y"].shape == ()
+
+
+def _one_node(op: str, shape: list[int], out_type: int = 1, extra_inputs=(), **attrs):
+    from onnx import helper
+
+    names = ["x", *[i.name for i in extra_inputs]]
+    return helper.make_graph([helper.make_node(op, names, ["y"], name=f"n0_{op}", **attrs)], "g",
+                             [helper.make_tensor_value_info("x", 1, shape)], [helper.make_tensor_value_info("y", out_type, shape)],
+                             list(extra_inputs))
+
+
+def test_mnn_flushing_nan_is_nan_policy_but_its_exp_clamp_stays_a_bug(tmp_path):
+    """MNN's vectorised Tanh turns NaN into a number while every finite element agrees: the NaN-policy class
+    (undefined), not a bug. Its Exp clamping +Inf to 6e37 is a wrong number for a defined input: still a bug."""
+    import numpy as np
+
+    from ofuzz.judging import BUG, UNDEFINED
+
+    x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(2, 3, 4)
+    x[0, 1, 2] = np.nan
+    j = _judge_on(tmp_path, _one_node("Tanh", [2, 3, 4]), ["onnxruntime", "mnn", "reference"], {"x": x})
+    (f,) = [f for f in j.findings if f.engine == "mnn"]
+    assert f.klass == UNDEFINED and f.detail["undefined"]["rule"] == "nan-policy-propagation", f.detail
+    x = np.array([[1.0, 2.0, np.inf, 0.5]], np.float32)
+    j = _judge_on(tmp_path, _one_node("Exp", [1, 4]), ["onnxruntime", "mnn", "reference"], {"x": x})
+    (f,) = [f for f in j.findings if f.engine == "mnn"]
+    assert f.klass == BUG and "inf" in f.signature, f.detail
+
+
+def test_onnx2tf_fake_quant_quantize_linear_is_a_capability_gap(tmp_path):
+    """onnx2tf returns QuantizeLinear's uint8 output as float fake-quant values by design (ENGINE-NOTES): the
+    capability table (noise/unsupported.yaml, `divergence: [dtype]`), never a finding."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    from ofuzz.judging import UNSUPPORTED
+
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"), numpy_helper.from_array(np.array(128, np.uint8), "z")]
+    g = _one_node("QuantizeLinear", [1, 3, 4, 4], 2, inits)
+    x = np.random.default_rng(2).uniform(-4, 4, (1, 3, 4, 4)).astype(np.float32)
+    j = _judge_on(tmp_path, g, ["onnxruntime", "tensorflow", "reference"], {"x": x})
+    (f,) = [f for f in j.findings if f.engine == "tensorflow"]
+    assert f.klass == UNSUPPORTED and f.detail["gap"]["rule"] == "onnx2tf-quantize-fake-quant", f.detail

@@ -135,7 +135,7 @@ def test_shipped_files_load(nc):
 
 
 def test_every_unsupported_rule_matches_a_captured_message(nc):
-    unmatched = [r.name for r in nc.unsupported_rules if not any(r.match(e, m, t) for e, m, t, *_ in CAPTURED)]
+    unmatched = [r.name for r in nc.unsupported_rules if r.patterns and not any(r.match(e, m, t) for e, m, t, *_ in CAPTURED)]
     assert not unmatched, f"rules without a captured message: {unmatched}"
 
 
@@ -358,6 +358,16 @@ BAD_FILES = [
     ("family of one", "families:\n  - name: bad14\n    engines: [mnn]\n    ops: [Sum]\n    why: w\n", "at least two operators"),
     ("family min_inputs", "families:\n  - name: bad15\n    engines: [mnn]\n    ops: [Sum, Max]\n    why: w\n    min_inputs: many\n",
      "min_inputs must be a non-negative integer"),
+    ("family failures", "families:\n  - name: bad16\n    engines: [mnn]\n    ops: [Exp, Softplus]\n    why: w\n    failures: [values]\n",
+     "unknown failure class(es) ['values']"),
+    ("patterns and divergence", "unsupported:\n  - name: bad17\n    engines: [tflite]\n    op: Cast\n    patterns: ['x y']\n"
+     "    divergence: [dtype]\n", "exactly one of patterns, divergence"),
+    ("divergence without op", "unsupported:\n  - name: bad18\n    engines: [tflite]\n    divergence: [dtype]\n", "needs op:"),
+    ("star with ops", "undefined:\n  - name: bad19\n    ops: ['*', Tanh]\n    why: w\n", "mixes '*' with operator names"),
+    ("except_ops without star", "undefined:\n  - name: bad20\n    ops: [Tanh]\n    except_ops: [Exp]\n    why: w\n",
+     "except_ops is only for ops: ['*']"),
+    ("bad divergence", "undefined:\n  - name: bad21\n    ops: ['*']\n    why: w\n    when:\n      - divergence: [nans]\n",
+     "divergence must be a list"),
 ]
 
 
@@ -401,8 +411,37 @@ def test_nan_policy_of_the_max_min_family_is_undefined(nc):
     assert nc.undefined(node("Elu"), [np.array([1.0, -2.0], F)]) is None
 
 
+def test_nan_propagation_is_policy_only_when_nan_handling_is_all_that_differs(nc):
+    """A NaN input and a `nan` divergence (every finite element agrees) is the NaN policy, for any operator except
+    those whose text says NaN in, NaN out; a wrong number (`value`), an unknown divergence or no NaN input is not."""
+    nan = np.array([1.0, np.nan], F)
+    assert nc.undefined(node("Tanh"), [nan], 17, "nan").rule == "nan-policy-propagation"
+    assert nc.undefined(node("RNN", 3), [nan, np.ones(2, F), np.ones(2, F)], 17, "nan").rule == "nan-policy-propagation"
+    assert nc.undefined(node("Tanh"), [nan], 17, "value") is None
+    assert nc.undefined(node("Tanh"), [nan], 17) is None  # divergence unknown: not undefined
+    assert nc.undefined(node("Tanh"), [np.array([1.0, 2.0], F)], 17, "nan") is None  # NaN made from numbers: a bug
+    assert nc.undefined(node("Floor"), [nan], 17, "nan") is None  # Floor: "If x is ... NaN ... x itself is returned"
+    assert nc.undefined(node("Mod", 2), [nan, np.ones(2, F)], 17, "nan") is None  # Mod: "If either argument is NaN, NaN"
+
+
+def test_by_design_divergence_is_a_capability_gap(nc):
+    gap = nc.by_design("tensorflow@1.28.8", "QuantizeLinear", "dtype")
+    assert gap is not None and gap.rule == "onnx2tf-quantize-fake-quant" and gap.key() == "tensorflow@1.28.8|QuantizeLinear|integer output"
+    assert nc.by_design("tensorflow", "QuantizeLinear", "value") is None  # wrong values are not by design
+    assert nc.by_design("mnn", "QuantizeLinear", "dtype") is None and nc.by_design("tensorflow", "Cast", "dtype") is None
+    assert nc.unsupported("tensorflow", "QuantizeLinear") is None  # a divergence rule matches no message
+
+
+def test_pinned_versions_answer_to_their_engines_rules(nc):
+    assert nc.unsupported("mnn@3.5.0", mnn_not_support("IsNaN")).op == "IsNaN"
+    assert nc.unsupported("onnxruntime@1.17.3", CAPTURED[6][1]).op == "Acos"
+
+
 def test_families_name_one_code_path_per_engine(nc):
     """MNN's N-ary elementwise family holds Sum/Min/Max/Mean with 3+ inputs, for MNN and its versions only."""
     fam = nc.family("mnn", "Max", 3)
     assert fam is not None and fam.name == "mnn-nary-eltwise" and nc.family("mnn@3.5.0", "Sum", 4) == fam
     assert nc.family("mnn", "Max", 2) is None and nc.family("tensorflow", "Sum", 3) is None and nc.family("mnn", "Add", 3) is None
+    # a family can be limited to failure classes: MNN's Exp clamp gives wrong values and Infs, not crashes
+    assert nc.family("mnn", "Softplus", 1, "value").name == nc.family("mnn@3.5.0", "Exp", 1, "inf").name == "mnn-exp-kernel"
+    assert nc.family("mnn", "Exp", 1, "crash") is None and nc.family("mnn", "LpPool", 1, "value").name == "mnn-avgpool-divisor"

@@ -51,6 +51,15 @@ def test_non_finite_values_compared_explicitly(got, want, cat):
     assert not c.ok and c.category == cat
 
 
+def test_nan_category_means_only_nan_handling_differs():
+    """`nan` is kept for outputs whose finite elements agree (the NaN-policy class relies on it); wrong numbers
+    beside a NaN mismatch are `value`, the worse defect."""
+    want = np.array([np.nan, 1.0, 2.0, 3.0])
+    assert compare_tensor(np.array([0.0, 1.0, 2.0, 3.0]), want).category == "nan"
+    c = compare_tensor(np.array([0.0, 1.0, 2.5, 3.0]), want)
+    assert c.category == "value" and "1 NaN" in c.detail
+
+
 def test_matching_non_finite_values_agree():
     a = np.array([np.nan, np.inf, -np.inf, 1.0])
     assert compare_tensor(a, a.copy()).ok
