@@ -27,7 +27,7 @@ from ofuzz.runner import EnginePool
 REPRO_PY = '''"""Reproduce an ofuzz finding: {title}
 
 Needs only {engine}'s Python package and numpy (no ofuzz):  python repro.py
-Exit status 1 = the finding reproduces, 0 = it does not.
+Exit status 1 = the finding reproduces (a crash of the engine included: it runs in a child process), 0 = it does not.
 """
 import json
 import os
@@ -46,6 +46,14 @@ FINDING = json.load(open(os.path.join(HERE, "finding.json")))
 
 
 def main():
+    if "--in-process" not in sys.argv:  # a crash kills the process running the engine: run it in a child and say so
+        import signal
+        import subprocess
+        code = subprocess.run([sys.executable, os.path.abspath(__file__), "--in-process"]).returncode
+        if code < 0:
+            print(f"REPRODUCED: the engine crashed the process ({{signal.Signals(-code).name}})")
+            return 1
+        return code
     with tempfile.TemporaryDirectory(prefix="ofuzz-repro-") as work:  # the engine's files (converted models) go with it
         return check(work)
 

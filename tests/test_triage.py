@@ -308,3 +308,32 @@ def test_a_wrong_value_the_second_opinion_gets_right_is_mode_only(tmp_path):
                 opinions.close()
             got[label] = info["klass"]
     assert got == {"right": MODE_ONLY, "wrong too": "bug"}, got
+
+
+def test_a_crash_repro_says_reproduced_instead_of_dying(tmp_path):
+    """The engine runs in a child process of repro.py, so a segfault is reported (REPRODUCED, the signal, exit 1)
+    rather than repro.py itself dying by the signal with nothing said (hand triage 6: two crash repros exited 139/134)."""
+    import subprocess
+    import sys
+
+    from ofuzz.signature import finding_id
+    from ofuzz.triage import export
+
+    specs = [double("testdouble", {"Relu": "run:segfault"}), *resolve(["onnxruntime", "reference"])]
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="n0_Relu")], "g", [helper.make_tensor_value_info("x", F, [2, 3])],
+                          [helper.make_tensor_value_info("y", F, [2, 3])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.ones((2, 3), np.float32)}
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        j = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default())
+        (f,) = j.findings
+        row = {"engine": "testdouble", "status": f.status, "signature": f.signature, "op": f.op, "summary": f.summary,
+               "first_idx": 0, "first_model": path.name, "count": 1}
+        out = tmp_path / "repros" / finding_id(f.signature)
+        export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=30, pool=pool, policy=Policy.default())
+    info = __import__("json").loads((out / "finding.json").read_text())
+    assert info["repro_check"].startswith("reproduced"), info["repro_check"]
+    r = subprocess.run([sys.executable, "repro.py"], cwd=out, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "REPRODUCED: the engine crashed the process (SIGSEGV)" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])

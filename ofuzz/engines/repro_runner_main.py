@@ -20,7 +20,7 @@ def run_one(folder: str) -> int:
     saved_path, saved_cwd = list(sys.path), os.getcwd()
     try:
         os.chdir(folder)
-        sys.argv = [os.path.join(folder, "repro.py")]
+        sys.argv = [os.path.join(folder, "repro.py"), "--in-process"]  # no child per repro: a crash kills this runner, its verdict
         runpy.run_path(sys.argv[0], run_name="__main__")
         return 0
     except SystemExit as exc:
