@@ -32,7 +32,8 @@ from ofuzz.localise import pick_voters, value_source
 from ofuzz.oracle import DCF, DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
-from ofuzz.rootcause import UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of, key_of, upstream_of
+from ofuzz.rootcause import (UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of, key_of, omitted_input_key,
+                             upstream_of)
 from ofuzz.npz import load_npz
 from ofuzz.runner import EnginePool
 from ofuzz.second_opinion import MODE_ONLY, SecondOpinions
@@ -242,11 +243,13 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
         if failed_op is None and crash_like(raw_key.failure) and sig.op in raw_key.ops:
             failed_op = sig.op  # a crash the reducer could not shrink, in the operator its log named (MNN: "... compute LSTM")
         key = coarsen(raw_key, nodes, sig.text, failed_op)
+        if failed_op and key.status != "DCF":
+            key = omitted_input_key(key, sig.text, _node_of(campaign_dir, rep_folder(fid, info), failed_op)) or key
         base = fid.split("~")[0]
         if variant and nodes > WELL_REDUCED and base in key_of_fid:
             key = key_of_fid[base]  # a further model that did not reduce says nothing new: it joins its signature's root cause
         severity = key.severity()
-        fam = _family(campaign_dir, key, fid if "root" in info else info.get("attached_to", ""), nodes, noise)
+        fam = _family(campaign_dir, key, rep_folder(fid, info), nodes, noise)
         if fam is not None:  # one code path of the engine under several operator names: one root cause
             key = RootKey(key.engine, FAMILY, fam.name, fam.ops, (), (), "")
         key_of_fid[fid] = key
@@ -279,6 +282,18 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
 
 
 FAMILY = "family"
+
+
+def rep_folder(fid: str, info: dict[str, Any]) -> str:
+    """The folder of the reduced repro a finding's root key comes from (its own, or its representative's)."""
+    return fid if "root" in info else info.get("attached_to", "")
+
+
+def _node_of(campaign_dir: Path, folder: str, op: str) -> onnx.NodeProto | None:
+    path = campaign_dir / "repros" / folder / "model.onnx"
+    if not folder or not path.is_file():
+        return None
+    return next((n for n in onnx.load(str(path)).graph.node if n.op_type == op), None)
 
 
 def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: Any) -> Any:

@@ -337,3 +337,20 @@ def test_a_crash_repro_says_reproduced_instead_of_dying(tmp_path):
     assert info["repro_check"].startswith("reproduced"), info["repro_check"]
     r = subprocess.run([sys.executable, "repro.py"], cwd=out, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "REPRODUCED: the engine crashed the process (SIGSEGV)" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])
+
+
+def test_a_failure_from_a_left_out_optional_input_is_one_root_cause_however_it_was_left_out():
+    """onnx2tf's RNN handler fails with KeyError '' when B is named '' and with TypeError 'NoneType' when B is not
+    given at all: one defect (no default for an omitted B), so one key; a B that is given keeps the message key."""
+    from ofuzz.rootcause import OMITTED, coarsen, omitted_input_key, omitted_optional_inputs
+
+    empty = helper.make_node("RNN", ["X", "W", "R", ""], ["Y"], hidden_size=3)
+    absent = helper.make_node("RNN", ["X", "W", "R"], ["Y"], hidden_size=3)
+    given = helper.make_node("RNN", ["X", "W", "R", "B", "L", "H"], ["Y"], hidden_size=3)
+    assert omitted_optional_inputs(empty) == ["B", "sequence_lens", "initial_h"] and omitted_optional_inputs(given) == []
+    a = omitted_input_key(coarsen(RootKey("tensorflow", "MCF", "exception:KeyError", ("RNN",), (), ()), 1, "''", "RNN"), "''", empty)
+    b = omitted_input_key(coarsen(RootKey("tensorflow", "MCF", "exception:TypeError", ("RNN",), (), ()), 1, "x", "RNN"),
+                          "'NoneType' object is not subscriptable", absent)
+    assert a == b and a.message == OMITTED and a.ops == ("RNN",)
+    assert omitted_input_key(a, "'NoneType' object is not subscriptable", given) is None  # nothing left out: not this
+    assert omitted_input_key(a, "shapes (2,3) and (4,) are incompatible", empty) is None  # another symptom: its own key
