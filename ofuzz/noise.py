@@ -357,7 +357,10 @@ p_has_nonzero = _value_test(lambda v: bool((v != 0).any()), "has_nonzero")
 def p_any_input_has_nan(arg: Any, ops: tuple[str, ...]) -> Cond:
     if arg is not True:
         raise _Bad(f"any_input_has_nan takes true, got {arg!r}", "write any_input_has_nan: true")
-    nan = lambda v: _is_float(v) and bool(np.isnan(_floats(v)).any())  # noqa: E731
+
+    def nan(v: np.ndarray) -> bool:
+        return _is_float(v) and bool(np.isnan(_floats(v)).any())
+
     return lambda n: _any(_values(a, nan) for a in n.args)
 
 
