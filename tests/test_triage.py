@@ -354,3 +354,31 @@ def test_a_failure_from_a_left_out_optional_input_is_one_root_cause_however_it_w
     assert a == b and a.message == OMITTED and a.ops == ("RNN",)
     assert omitted_input_key(a, "'NoneType' object is not subscriptable", given) is None  # nothing left out: not this
     assert omitted_input_key(a, "shapes (2,3) and (4,) are incompatible", empty) is None  # another symptom: its own key
+
+
+def test_the_cone_tries_the_failing_nodes_nearest_producers_first(tmp_path):
+    """The test double fails converting a Relu fed by any node; behind it a chain of 6 ancestors. The failing node
+    and its direct producer are tried before the whole cone: one check gives the 2-node repro, no ddmin over the chain."""
+    from ofuzz.signature import finding_id
+    from ofuzz.triage import export
+
+    specs = [double("testdouble", {"Relu": "prepare:named"}), *resolve(["onnxruntime", "reference"])]
+    chain = [helper.make_node("Sin", ["x"], ["c0"], name="n0_Sin")]
+    chain += [helper.make_node("Cos", [f"c{i}"], [f"c{i + 1}"], name=f"n{i + 1}_Cos") for i in range(5)]
+    nodes = [*chain, helper.make_node("Relu", ["c5"], ["y"], name="n9_Relu"), helper.make_node("Neg", ["x"], ["z"], name="n10_Neg")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])],
+                          [helper.make_tensor_value_info("y", F, [2, 3]), helper.make_tensor_value_info("z", F, [2, 3])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)}
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        (f,) = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).findings
+        row = {"engine": "testdouble", "status": "MCF", "signature": f.signature, "op": f.op, "summary": f.summary,
+               "first_idx": 0, "first_model": path.name, "count": 1}
+        out = tmp_path / "repros" / finding_id(f.signature)
+        export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=60, pool=pool, policy=Policy.default())
+    info = __import__("json").loads((out / "finding.json").read_text())
+    red = info["reduction"]
+    assert red["nodes_after"] == 2 and red["passes"]["cone"] == {**red["passes"]["cone"], "tried": 1, "accepted": 1}, red
+    assert any("producers up to 1 hop" in line for line in red["log"]), red["log"]
