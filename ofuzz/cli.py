@@ -334,7 +334,7 @@ def campaign(
     reduce: bool = typer.Option(True, "--reduce/--no-reduce", help="After the budget, reduce and export each unique finding (repros/<id>)."),
     reduce_time: Optional[str] = typer.Option(None, help="Time cap for that export phase (default: none, every finding is exported; `ofuzz repro --all` finishes a capped one)."),
     known: Optional[Path] = typer.Option(None, "--known", help="Known-bugs store: root causes found there are reported as known, not new."),
-    ray: Optional[str] = typer.Option(None, "--ray", help="Judge on Ray actors: 'local' (a private Ray instance on this machine), 'auto' or ray://HOST:PORT (a cluster). Needs the extra: pip install 'ofuzz[ray]'."),
+    ray: Optional[str] = typer.Option(None, "--ray", help="Judge on Ray actors: 'local' (a private Ray instance on this machine), 'auto' or ray://HOST:PORT (a cluster). Needs the extra: pip install 'ofuzz\\[ray]'."),
     actors: int = typer.Option(0, "--actors", help="With --ray: engine-pool actors (default: the cluster's CPUs)."),
     opset: str = OPSET_OPTION,
     steer: bool = typer.Option(False, "--steer/--no-steer", help="Engine-aware steering: a model holding an operator an engine keeps failing on is sent to that engine less often (see README)."),
