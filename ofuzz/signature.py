@@ -39,6 +39,9 @@ def normalise(msg: str, limit: int = 120) -> str:
 _ONNX_OP = re.compile(r"ONNX::([A-Z][A-Za-z0-9]*)")
 
 
+FAULTHANDLER = "Fatal Python error: "  # how Python's faulthandler starts the stack it prints when a worker crashes
+
+
 def failing_op(*texts: str) -> str | None:
     for t in texts:
         m = _NODE.search(t or "") or _TENSOR.search(t or "") or _ONNX_OP.search(t or "")
@@ -103,6 +106,7 @@ def make_signature(engine: str, status: str, outcome: Any, diverging: dict[str, 
 
 
 def _last_error_line(tail: str) -> str:
+    tail = tail.split(FAULTHANDLER, 1)[0]  # the worker's stack at a crash is for the report, not the signature
     lines = [ln for ln in tail.splitlines() if ln.strip()]
     for ln in reversed(lines):
         if re.search(r"error|fail|abort|assert|exception", ln, re.I):

@@ -87,6 +87,8 @@ def test_crash_in_a_pool_is_a_finding_not_a_fuzzer_crash(tmp_path):
         assert j.verdict.results["testdouble"].status == "IF"
         f = next(f for f in j.findings if f.engine == "testdouble")
         assert "SIGABRT" in f.signature
+        tail = j.verdict.results["testdouble"].outcome.log_tail  # the worker's Python stack at the crash, for the report
+        assert "Fatal Python error: Aborted" in tail and "adapter.py" in tail, tail[-800:]
         path2 = chain_model(tmp_path / "ok.onnx", ["Relu", "Abs"])
         j2 = judge_model(pool, onnx.load(str(path2)), path2, inputs_for((1, 3, 4, 5)))
         assert all(r.status == "DCP" for r in j2.verdict.results.values())

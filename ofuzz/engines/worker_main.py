@@ -57,6 +57,9 @@ def main() -> None:
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    import faulthandler
+
+    faulthandler.enable()  # a crash leaves the Python stack in the log: where in the converter it died (onnx2tf → its onnxruntime)
     requests = sys.stdin
     import numpy as np
 
