@@ -382,3 +382,4 @@ def test_the_cone_tries_the_failing_nodes_nearest_producers_first(tmp_path):
     red = info["reduction"]
     assert red["nodes_after"] == 2 and red["passes"]["cone"] == {**red["passes"]["cone"], "tried": 1, "accepted": 1}, red
     assert any("producers up to 1 hop" in line for line in red["log"]), red["log"]
+    assert red["passes"]["one_minimal"]["tried"] == 0 and red["one_minimal"]  # ddmin's last round already proved it
