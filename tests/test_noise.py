@@ -424,6 +424,12 @@ def test_nan_propagation_is_policy_only_when_nan_handling_is_all_that_differs(nc
     assert nc.undefined(node("Mod", 2), [nan, np.ones(2, F)], 17, "nan") is None  # Mod: "If either argument is NaN, NaN"
 
 
+def test_roialign_max_mode_is_undefined_and_avg_is_not(nc):
+    x, rois, idx = np.ones((1, 1, 4, 4), F), np.array([[0, 0, 2, 2]], F), np.array([0], np.int64)
+    assert nc.undefined(node("RoiAlign", 3, mode="max"), [x, rois, idx]).rule == "roialign-max-mode"
+    assert nc.undefined(node("RoiAlign", 3), [x, rois, idx]) is None  # avg (the default) is defined
+
+
 def test_by_design_divergence_is_a_capability_gap(nc):
     gap = nc.by_design("tensorflow@1.28.8", "QuantizeLinear", "dtype")
     assert gap is not None and gap.rule == "onnx2tf-quantize-fake-quant" and gap.key() == "tensorflow@1.28.8|QuantizeLinear|integer output"
