@@ -114,14 +114,25 @@ class PoolActor:
             model = Path(d) / "model.onnx"
             model.write_bytes(model_bytes)
             out = Path(d) / "repro"
-            info = triage_finding(self.pool, {s.name: s for s in self.specs}, finding, model, inputs, out, budget, self.policy, reps)
+            info = triage_finding(self.pool, {s.name: s for s in self.specs}, finding, model, inputs, out, budget, self.policy, reps,
+                                  self._opinions())
             files = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
         return files, info
+
+    def _opinions(self) -> Any:
+        """The second-opinion engines, as the local export has them (their workers start on first use, on this node)."""
+        if not hasattr(self, "opinions"):
+            from ofuzz.export_all import second_opinions
+
+            self.opinions = second_opinions(self.specs, self.work / "opinions")
+        return self.opinions
 
     def close(self) -> None:
         from ofuzz.repro_check import close_runners
 
         close_runners()
+        if getattr(self, "opinions", None) is not None:
+            self.opinions.close()
         self.pool.close()
 
 

@@ -113,7 +113,7 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
             capped.set()
         return capped.is_set()
 
-    opinions = _second_opinions(specs, campaign_dir / "work" / "opinions")
+    opinions = second_opinions(specs, campaign_dir / "work" / "opinions")
 
     def one(pool: EnginePool, f: dict[str, Any]) -> None:
         fid = folder_id(f)
@@ -142,7 +142,7 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
     return prog.done
 
 
-def _second_opinions(specs: list[EngineSpec], root: Path) -> SecondOpinions | None:
+def second_opinions(specs: list[EngineSpec], root: Path) -> SecondOpinions | None:
     """The engines the campaign's engines name as second opinions (not themselves in the campaign)."""
     from ofuzz.engines.registry import EngineError, resolve
 

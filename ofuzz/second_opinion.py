@@ -7,8 +7,11 @@ W): defects of an option few use, which a maintainer ranks far below the ones ev
 name a `second_opinion` engine (the same converter in its other mode, `tensorflow-nhwc`); a reduced repro of a wrong
 value or a failure to run that the second opinion gets right is classed `mode-only`: shown apart, not counted as a bug.
 
-The second-opinion engine never votes and never runs during reduction: it is asked once per reduced repro, in a pool
-of its own per export thread (TensorFlow takes seconds to start, so the pool is kept).
+The second-opinion engine never votes in the campaign.  It is asked once per reduced repro of a wrong value, in a pool
+of its own per export thread (TensorFlow takes seconds to start, so the pool is kept).  A failure to convert is reduced
+on it (`pool_with`, beside the campaign's cheap voters): the keep-shape engine only fails when both modes fail, so its
+reducer had to keep two unrelated converter bugs — one per mode — and its repros held both (hand triage 6: four of
+four such MCFs); the users' mode alone fails on one, and one conversion per check instead of two halves the cost.
 """
 from __future__ import annotations
 
@@ -43,6 +46,24 @@ class SecondOpinions:
             with self.lock:
                 self.pools.append(pool)
         return pools[name]
+
+    def pool_with(self, name: str, voters: list[EngineSpec]) -> EnginePool | None:
+        """A kept pool of engine `name` and `voters` (their agreement shows a reduced candidate is still a valid model);
+        None when `name` is not available here."""
+        if name not in self.specs:
+            return None
+        key = "+".join([name, *sorted(v.name for v in voters)])
+        pools = getattr(self.local, "pools", None)
+        if pools is None:
+            pools = self.local.pools = {}
+        if key not in pools:
+            pool = EnginePool([self.specs[name], *voters], self.root / f"{key}-{threading.get_ident()}", self.timeout)
+            pool.start()
+            pools[key] = pool
+            with self.lock:
+                self.pools.append(pool)
+        pool = pools[key]
+        return None if name in pool.unavailable else pool
 
     def agrees(self, name: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> bool | None:
         """True when engine `name` runs the model and matches `expected` (None: it is not available here)."""

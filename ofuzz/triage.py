@@ -98,6 +98,13 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     base.update({"klass": hit.klass, "rerun_signature": hit.signature, "class_detail": _class_detail(hit)})
     if hit.klass != BUG:
         return _record(out, base)
+    second = spec_by_name[engine].second_opinion if engine in spec_by_name else ""
+    moved = _in_users_mode(opinions, second, pool, engine, model, out / "original.onnx", inputs, hit, policy) if hit.status == "MCF" else None
+    if moved is not None:  # reduced, exported and keyed on the mode its users run (see second_opinion.py)
+        pool, judged, hit = moved
+        spec_by_name = {**spec_by_name, second: opinions.specs[second]}  # type: ignore[union-attr]
+        base.update({"engine": second, "campaign_engine": engine, "versions": pool.versions(), "rerun_signature": hit.signature})
+        engine = second
     key = pre_key(hit, judged)
     fid = finding_id(finding["signature"]) + (f"~{finding['variant']}" if finding.get("variant") else "")
     # a further model of a signature is reduced to see which operators its message hides, unless the engine named it
@@ -134,7 +141,7 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
                      "passes": {k: vars(v) for k, v in red.passes.items()}, "log": red.log[:30]}
         red_model, red_feeds, red_judged = red.model, red.inputs, red.judged
     t1 = time.perf_counter()
-    info = write_repro(out, pool, spec_by_name, {**finding, "op": hit.op or finding.get("op")}, red_model, red_feeds, reduction, policy,
+    info = write_repro(out, pool, spec_by_name, {**finding, "engine": engine, "op": hit.op or finding.get("op")}, red_model, red_feeds, reduction, policy,
                        {**base, "pre_key": key}, red_judged)
     key = _root_key(engine, hit, judged, info, red_model, red_feeds)
     if hit.status != DCF and not crash_like(key.failure) and len(red_model.graph.node) >= 2:
@@ -145,7 +152,6 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     # what the reduced repro holds, before clustering: no id here (the root cause's id is the clustered key's, in
     # `ofuzz bugs`; an id of this raw key disagreed with it and misled hand triage 6)
     info["root"] = {k: v for k, v in key.to_json().items() if k != "id"}
-    second = spec_by_name[engine].second_opinion if engine in spec_by_name else ""
     if opinions is not None and second and hit.status in (DCF, "IF") and (out / "expected.npz").is_file():
         if opinions.agrees(second, red_model, red_feeds, load_npz(out / "expected.npz")):
             info["klass"] = MODE_ONLY
@@ -155,6 +161,23 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         info["klass"], info["unconfirmed_because"] = UNCONFIRMED, "repro.py does not reproduce it in a fresh process"
     info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2)})
     return _record(out, info)
+
+
+def _in_users_mode(opinions: SecondOpinions | None, second: str, pool: EnginePool, engine: str, model: onnx.ModelProto, path: Path,
+                   inputs: dict[str, np.ndarray], hit: Finding, policy: Policy) -> tuple[EnginePool, Judged, Finding] | None:
+    """The pool, verdict and finding of a failure to convert judged on the engine's `second` opinion (the same converter
+    as its users run it) beside the campaign's cheap voters, when that mode alone fails with the same message; else None
+    (the finding is reduced where it was found)."""
+    if opinions is None or not second:
+        return None
+    voters = [pool.specs[e] for e in pick_voters(pool.names, engine, limit=2) if e in pool.specs and pool.families.get(e) != pool.families.get(engine)]
+    users = opinions.pool_with(second, voters)
+    if users is None:
+        return None
+    judged = judge_model(users, model, path, inputs, policy=policy)
+    want = Target.of(hit).key
+    same = next((f for f in judged.findings if f.engine == second and f.status == hit.status and f.klass == BUG and Target.of(f).key == want), None)
+    return (users, judged, same) if same is not None else None
 
 
 def export(spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_path: Path, inputs: dict[str, np.ndarray], out: Path,

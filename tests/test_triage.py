@@ -310,6 +310,40 @@ def test_a_wrong_value_the_second_opinion_gets_right_is_mode_only(tmp_path):
     assert got == {"right": MODE_ONLY, "wrong too": "bug"}, got
 
 
+def test_a_failure_of_both_modes_is_reduced_on_the_users_mode_alone(tmp_path):
+    """The keep-shape engine fails only when its first mode (on Abs) and its fallback (on Neg) both fail, so a reducer
+    on it keeps both operators (hand triage 6: four TensorFlow MCFs held two unrelated converter bugs). Its second
+    opinion — the mode users run, failing on Neg alone — reduces the same failure to the one Neg node."""
+    from ofuzz.second_opinion import SecondOpinions
+    from ofuzz.triage import triage_finding
+
+    kat = dataclasses.replace(double("testdouble", {"Abs": "prepare:raise"}), second_opinion="other")
+    kat = dataclasses.replace(kat, options={**kat.options, "fallback": {"Neg": "prepare:raise"}})
+    specs = [kat, *resolve(["onnxruntime", "reference"])]
+    path = tmp_path / "m.onnx"
+    nodes = [helper.make_node("Abs", ["x"], ["a"], name="n2_Abs"), helper.make_node("Sin", ["a"], ["b"], name="n1_Sin"),
+             helper.make_node("Neg", ["b"], ["y"], name="n0_Neg")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)}
+    got = {}
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        (f,) = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).findings
+        assert f.status == "MCF" and "Neg" in f.signature
+        row = {"engine": "testdouble", "status": "MCF", "signature": f.signature, "op": f.op, "summary": f.summary, "first_idx": 0,
+               "first_model": "m", "count": 1}
+        for label, opinions in (("alone", None), ("users' mode", SecondOpinions({"other": double("other", {"Neg": "prepare:raise"})}, tmp_path / "op"))):
+            try:
+                info = triage_finding(pool, {s.name: s for s in specs}, row, path, feeds, tmp_path / f"out-{len(got)}", 60, Policy.default(),
+                                      opinions=opinions)
+            finally:
+                if opinions is not None:
+                    opinions.close()
+            got[label] = (info["engine"], info["klass"], info["reduced_ops"])
+    assert got == {"alone": ("testdouble", "bug", ["Abs", "Neg"]), "users' mode": ("other", "bug", ["Neg"])}, got
+
+
 def test_a_crash_repro_says_reproduced_instead_of_dying(tmp_path):
     """The engine runs in a child process of repro.py, so a segfault is reported (REPRODUCED, the signal, exit 1)
     rather than repro.py itself dying by the signal with nothing said (hand triage 6: two crash repros exited 139/134)."""
