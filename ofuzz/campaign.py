@@ -279,7 +279,8 @@ class Campaign:
     def _start_judges(self) -> None:
         self.versions, self.unavailable = self.judges.start()
         if self.judges.infos:
-            self.store.set_meta("judges", {k: {"node": v["node"], "pid": v["pid"]} for k, v in self.judges.infos.items()})
+            self.store.set_meta("judges", {k: {"node": v["node"], "ray_node": v.get("ray_node", ""), "pid": v["pid"]}
+                                            for k, v in self.judges.infos.items()})
         self.store.set_meta("versions", self.versions)
         self.store.set_meta("unavailable", self.unavailable)
 

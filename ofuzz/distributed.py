@@ -59,6 +59,13 @@ def connect(address: str) -> None:
             kwargs.pop("include_dashboard")
             ray.init(address=address, **kwargs)
     except Exception as exc:  # noqa: BLE001  (Ray raises many types; the user needs one line)
+        text, chain, seen = str(exc), exc.__cause__ or exc.__context__, 0
+        while chain is not None and seen < 5:  # Ray wraps the refusal in a ConnectionError
+            text, chain, seen = f"{text}\n{chain}", chain.__cause__ or chain.__context__, seen + 1
+        if "AuthToken" in text or "Authentication" in text or "auth token" in text.lower():
+            # `ray start --head` turns token authentication on (Ray >= 2.5x); a driver without the token is refused
+            raise DistributedError(f"cannot reach Ray at {address!r}: the cluster uses token authentication; run with RAY_AUTH_MODE=token "
+                                   "and the cluster's token in RAY_AUTH_TOKEN (or ~/.ray/auth_token, as on its nodes)") from None
         raise DistributedError(f"cannot reach Ray at {address!r}: {str(exc).strip().splitlines()[0][:200]}") from None
 
 
@@ -93,7 +100,10 @@ class PoolActor:
         self.node = socket.gethostname()
 
     def info(self) -> dict[str, Any]:
-        return {"node": self.node, "pid": os.getpid(), "versions": self.pool.versions(), "unavailable": dict(self.pool.unavailable)}
+        import ray
+
+        return {"node": self.node, "ray_node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "versions": self.pool.versions(),
+                "unavailable": dict(self.pool.unavailable)}
 
     def judge(self, model_bytes: bytes, inputs: dict[str, np.ndarray], localise: bool, skips: dict[str, str]) -> tuple[Judged, float]:
         from ofuzz.judges import judge_bytes
