@@ -49,7 +49,12 @@ def main():
     if "--in-process" not in sys.argv:  # a crash kills the process running the engine: run it in a child and say so
         import signal
         import subprocess
-        code = subprocess.run([sys.executable, os.path.abspath(__file__), "--in-process"]).returncode
+        hang_after = FINDING.get("hang_after")  # a hang: the engine never answered within this many seconds
+        try:
+            code = subprocess.run([sys.executable, os.path.abspath(__file__), "--in-process"], timeout=hang_after).returncode
+        except subprocess.TimeoutExpired:
+            print(f"REPRODUCED: the engine did not finish within {{hang_after:.0f}} s (hang)")
+            return 1
         if code < 0:
             print(f"REPRODUCED: the engine crashed the process ({{signal.Signals(-code).name}})")
             return 1
@@ -143,7 +148,7 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
         (out / "repro.py").write_text(REPRO_PY.format(title=finding["summary"][:100].replace('"', "'"), engine=repro_engine, cls=cls))
     _write_report(out, info, model, inputs, v, spec)
     t0 = time.perf_counter()
-    info["repro_check"] = check_repro(out, spec)
+    info["repro_check"] = check_repro(out, spec, hang_after=info.get("hang_after"))
     info["repro_check_seconds"] = round(time.perf_counter() - t0, 2)
     return info
 

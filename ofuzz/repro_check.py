@@ -105,24 +105,43 @@ atexit.register(close_runners)
 
 
 def _fresh(out: Path, python: str, spec: EngineSpec, timeout: float) -> int | str:
+    """`python repro.py` as a user runs it (it runs the engine in a child of its own); on a timeout the whole process
+    group goes, so no orphaned child keeps hanging on a core."""
     with tempfile.TemporaryDirectory(prefix="ofuzz-repro-check-") as tmp:
+        p = subprocess.Popen([python, "repro.py"], cwd=out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env={**_env(spec), "TMPDIR": tmp}, start_new_session=True)
         try:
-            r = subprocess.run([python, "repro.py"], cwd=out, capture_output=True, text=True, timeout=timeout,
-                               env={**_env(spec), "TMPDIR": tmp})
+            code = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            p.wait()
             return "timeout"
-    return f"signal {-r.returncode}" if r.returncode < 0 else r.returncode
+    return f"signal {-code}" if code < 0 else code
 
 
-def check_repro(out: Path, spec: EngineSpec | None, timeout: float = 180.0) -> str:
-    """reproduced / not reproduced / error, as a fresh `python repro.py` in the engine's environment would say."""
+def check_repro(out: Path, spec: EngineSpec | None, timeout: float = 180.0, hang_after: float | None = None) -> str:
+    """reproduced / not reproduced / error, as a fresh `python repro.py` in the engine's environment would say.
+
+    `hang_after`: the finding is a hang and repro.py gives up on its child after this many seconds. It runs only as
+    the fresh process then: in the shared runner it would hold the runner (and every other thread's checks, behind
+    the runner's lock) for the whole `timeout`, and killing the runner costs the engine's import again."""
     py = python_for(spec) if spec else None
     if spec is None or py is None or not (out / "repro.py").is_file():
         return "not checked (engine environment missing)"
+    if hang_after:
+        got = _fresh(out, str(py), spec, hang_after + 60.0)  # + the engine's import, which the child pays too
+        return _verdict(got)
     t0 = time.perf_counter()
     got = _runner(spec, str(py)).check(out, timeout)
     if got == 0:  # confirm in a fresh interpreter: earlier repros must not be able to hide this one
         got = _fresh(out, str(py), spec, max(1.0, timeout - (time.perf_counter() - t0)))
+    return _verdict(got)
+
+
+def _verdict(got: int | str) -> str:
     if got == "timeout":
         return "reproduced (hang: repro.py timed out)"
     if isinstance(got, str):

@@ -373,6 +373,39 @@ def test_a_crash_repro_says_reproduced_instead_of_dying(tmp_path):
     assert r.returncode == 1 and "REPRODUCED: the engine crashed the process (SIGSEGV)" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])
 
 
+def test_a_hang_repro_gives_up_on_the_engine_and_says_reproduced(tmp_path):
+    """A hang's repro.py waits twice what the campaign waited, then says REPRODUCED (hang) and exits 1 instead of
+    waiting forever; ofuzz checks it in a fresh process only (in the shared runner a hang held every other check
+    behind it for the runner's whole 180 s timeout: two TensorFlow hangs cost ~6 minutes of a 20-minute export)."""
+    import json
+    import time
+
+    from ofuzz.signature import finding_id
+    from ofuzz.triage import export
+
+    specs = [dataclasses.replace(double("testdouble", {"Relu": "run:hang"}), timeout=2.0), *resolve(["onnxruntime", "reference"])]
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="n0_Relu")], "g", [helper.make_tensor_value_info("x", F, [2, 3])],
+                          [helper.make_tensor_value_info("y", F, [2, 3])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.ones((2, 3), np.float32)}
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        (f,) = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).findings
+        assert "timeout" in f.signature, f.signature
+        row = {"engine": "testdouble", "status": f.status, "signature": f.signature, "op": f.op, "summary": f.summary,
+               "first_idx": 0, "first_model": path.name, "count": 1}
+        out = tmp_path / "repros" / finding_id(f.signature)
+        t0 = time.perf_counter()
+        export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=30, pool=pool, policy=Policy.default())
+        took = time.perf_counter() - t0
+    info = json.loads((out / "finding.json").read_text())
+    assert 4 <= info["hang_after"] < 10 and info["repro_check"] == "reproduced", info
+    assert took < 60, took  # the check waited for repro.py's own give-up, not the 180 s runner timeout
+    r = subprocess.run([sys.executable, "repro.py"], cwd=out, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "did not finish within" in r.stdout and "(hang)" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])
+
+
 def test_a_failure_from_a_left_out_optional_input_is_one_root_cause_however_it_was_left_out():
     """onnx2tf's RNN handler fails with KeyError '' when B is named '' and with TypeError 'NoneType' when B is not
     given at all: one defect (no default for an omitted B), so one key; a B that is given keeps the message key."""
