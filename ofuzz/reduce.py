@@ -171,7 +171,7 @@ def reduce_model(
     engine, and if it fails there the reduction is redone on all engines.
     `focus`: the nodes the engine said it failed on (see `cone`).
     """
-    if cheap is not None and set(pool.names) - set(cheap) - {target.engine}:
+    if cheap and set(pool.names) - set(cheap) - {target.engine}:  # no cheap voter: the target engine alone blames nobody
         t0 = time.perf_counter()
         fast = _shrink(pool, model, feeds, target, value_engine, budget, start_node, policy, must_agree, only=set(cheap), focus=focus)
         full = Reducer(pool, target, budget, policy, must_agree)

@@ -126,6 +126,9 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     # target is the failure, not the values); a divergence needs the majority's
     ran = {e for e, r in judged.verdict.results.items() if r.status in (DCP, DCF) and e != engine and e not in judged.verdict.excluded}
     value_engine = value_source(must_agree or (ran if hit.status != "DCF" else set()), min(must_agree or ran, default=engine))
+    # the cheap pass's voters: a failure is blamed only when someone else runs the model, so with no agreeing majority
+    # (the others split) the engines that ran stand in; with none at all, only the blamed engine ran and nothing matched
+    voters = ran if hit.status != DCF else set()
     reduction: dict[str, Any] = {"nodes_before": len(model.graph.node), "nodes_after": len(start_model.graph.node), "seconds": 0.0, "checks": 0}
     red_model, red_feeds, red_judged = start_model, start_feeds, None
     outcome = judged.verdict.results[engine].outcome
@@ -135,7 +138,7 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         base["hang_after"] = round(2 * max(outcome.time, 1.0), 1)  # repro.py waits twice what the campaign waited
     if budget > 0:
         red = reduce_model(pool, start_model, start_feeds, Target.of(hit), value_engine, budget=budget, start_node=start_node,
-                           policy=policy, must_agree=must_agree, cheap=set(pick_voters(sorted(must_agree), engine, judged.verdict.excluded)),
+                           policy=policy, must_agree=must_agree, cheap=set(pick_voters(sorted(must_agree or voters), engine, judged.verdict.excluded)),
                            focus=hit.detail.get("failed_nodes"))
         reduction = {"nodes_before": len(model.graph.node), "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2), "checks": red.checks,
                      "one_minimal": red.one_minimal, "isolated_first": start_model is not model,

@@ -373,6 +373,33 @@ def test_a_crash_repro_says_reproduced_instead_of_dying(tmp_path):
     assert r.returncode == 1 and "REPRODUCED: the engine crashed the process (SIGSEGV)" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])
 
 
+def test_a_failure_is_reduced_when_the_engines_that_ran_the_model_disagree(tmp_path):
+    """The other engines split (no majority agrees), so nothing must agree, and the cheap pass once ran the failing
+    engine alone, where a failure blames nobody: every candidate was refused (an onnxruntime QLinearAveragePool
+    fusion failure stayed at 12 nodes, an onnx2tf Conv failure at 57). The engines that ran now vote in it."""
+    from ofuzz.signature import finding_id
+    from ofuzz.triage import export
+
+    specs = [double("testdouble", {"Relu": "prepare:named"}), *resolve(["onnxruntime"]), double("other", {"Neg": "run:wrong"})]
+    nodes = [helper.make_node("Sin", ["x"], ["a"], name="n0_Sin"), helper.make_node("Neg", ["a"], ["b"], name="n1_Neg"),
+             helper.make_node("Relu", ["b"], ["c"], name="n2_Relu"), helper.make_node("Abs", ["c"], ["y"], name="n3_Abs")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)}
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        j = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default())
+        assert j.verdict.split and not j.verdict.majority, j.verdict
+        f = next(f for f in j.findings if f.engine == "testdouble")
+        row = {"engine": "testdouble", "status": f.status, "signature": f.signature, "op": f.op, "summary": f.summary,
+               "first_idx": 0, "first_model": path.name, "count": 1}
+        out = tmp_path / "repros" / finding_id(f.signature)
+        export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=60, pool=pool, policy=Policy.default())
+    info = __import__("json").loads((out / "finding.json").read_text())
+    assert info["reduced_ops"] == ["Neg", "Relu"], info["reduction"]  # the double fails a Relu fed by a node
+
+
 def test_a_hang_repro_gives_up_on_the_engine_and_says_reproduced(tmp_path):
     """A hang's repro.py waits twice what the campaign waited, then says REPRODUCED (hang) and exits 1 instead of
     waiting forever; ofuzz checks it in a fresh process only (in the shared runner a hang held every other check
