@@ -142,7 +142,7 @@ def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None
     # a crash's signal and last log line vary between runs of one defect (MNN's LSTM converter: SIGSEGV, SIGABRT or
     # bad_alloc after different lines, or a ConverterCrash its adapter reports): the crash and where it happens are
     # the key, not how it looked this time
-    failure, message = ("crash", "") if crash else (key.failure, message)
+    failure, message = ("crash", "") if crash else (key.failure, first_sentence(message))
     if failed_op:  # a crash's modes vary like its signal (MNN's LSTM converter crash: forward and reverse)
         modes = () if crash else tuple(a for a in key.attrs if "=" in a and a.startswith(f"{failed_op}."))
         return RootKey(key.engine, key.status, failure, (failed_op,), modes, (), message)
@@ -151,6 +151,17 @@ def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None
     if nodes > WELL_REDUCED:
         return RootKey(key.engine, key.status, failure, (), (), (), message)
     return RootKey(key.engine, key.status, failure, key.ops, tuple(a for a in key.attrs if "=" in a), (), message)
+
+
+_SENTENCE_END = re.compile(r"\.\s+(?=[A-Z])")
+
+
+def first_sentence(message: str, at_least: int = 20) -> str:
+    """What a failure says, without the details it goes on to print: Keras's "An `initial_state` was passed that is not
+    compatible with `cell.state_size`. Received `state_spec`=ListWrapper([...])" names the same defect whatever the
+    spec it received (two root causes of one onnx2tf LSTM defect in the 20-minute campaign)."""
+    m = _SENTENCE_END.search(message, at_least)
+    return message[: m.start()] if m else message
 
 
 # How Python code fails when it uses an optional input the model left out ('' as a name, or None): onnx2tf's RNN

@@ -477,3 +477,15 @@ def test_the_cone_tries_the_failing_nodes_nearest_producers_first(tmp_path):
     assert red["nodes_after"] == 2 and red["passes"]["cone"] == {**red["passes"]["cone"], "tried": 1, "accepted": 1}, red
     assert any("producers up to 1 hop" in line for line in red["log"]), red["log"]
     assert red["passes"]["one_minimal"]["tried"] == 0 and red["one_minimal"]  # ddmin's last round already proved it
+
+
+def test_a_failure_message_keys_by_its_first_sentence():
+    """Keras's LSTM complaint prints the state spec it received after its first sentence: two onnx2tf LSTM repros of
+    one defect came back as two root causes (20-minute campaign, 2026-11-24); the first sentence is the key."""
+    from ofuzz.rootcause import coarsen
+
+    k = RootKey("tensorflow-nhwc", "MCF", "exception:ValueError", ("LSTM",), (), ())
+    msg = "An `initial_state` was passed that is not compatible with `cell.state_size`. Received `state_spec`="
+    a, b = coarsen(k, 1, msg + "ListWrapper([InputSpe", "LSTM"), coarsen(k, 2, msg + "ListWrapper([]); howe", "LSTM")
+    assert a == b and a.message.endswith("`cell.state_size`")
+    assert coarsen(k, 1, "Scale and Zero-point must be a scalar", "LSTM").message == "Scale and Zero-point must be a scalar"
