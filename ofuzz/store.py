@@ -236,6 +236,11 @@ class Store:
                     new.append(f["signature"])
                 else:
                     cur.execute("UPDATE findings SET count = count + 1 WHERE signature=?", (f["signature"],))
+                    # models commit as they finish (a model lost with a Ray node is judged again later): the first
+                    # model is the lowest index, as in a run where nothing was lost
+                    cur.execute("UPDATE findings SET first_idx=?, first_model=?, op=?, summary=?, blamed=?, detail=? WHERE signature=? AND first_idx > ?",
+                                (idx, model["id"], f.get("op"), f["summary"], int(f.get("blamed", True)),
+                                 json.dumps(f.get("detail", {}), default=str), f["signature"], idx))
                 cur.execute("INSERT INTO occurrences VALUES (?,?,?)", (idx, f["engine"], f["signature"]))
             seq = cur.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM timeline").fetchone()[0]
             t = timeline

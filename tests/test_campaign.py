@@ -204,3 +204,20 @@ def test_chaos_sigkill_at_random_moments_then_resume_loses_and_doubles_nothing(t
     assert sorted(i for (i,) in db_rows(out, "SELECT idx FROM timeline")) == idx
     for sig, count in db_rows(out, "SELECT signature, count FROM findings"):
         assert count == db_rows(out, "SELECT COUNT(*) FROM occurrences WHERE signature = ?", (sig,))[0][0]
+
+
+def test_a_finding_first_seen_in_a_model_committed_late_keeps_the_lowest_index(tmp_path):
+    """Models commit as they finish; one lost with a Ray node is judged again after later models. Its finding's first
+    model must still be the lowest index, as in a run where nothing was lost (the multi-node test saw 38 for 21)."""
+    from ofuzz.store import Store
+
+    store = Store(tmp_path)
+    t = {k: 0 for k in ("elapsed", "generated", "kept", "run", "OLC", "OTC", "IDC", "ODC", "SEC", "SPC", "unique_findings", "engine_time")}
+    f = {"signature": "e|IF|timeout||?|no answer within Ns", "engine": "e", "status": "IF", "summary": "s", "detail": {}}
+    for idx in (38, 21, 40):
+        model = {"id": f"m{idx}", "kept": 1, "run": 1, "new_coverage": 0, "blocks": [], "preferred": [], "node_count": 1,
+                 "gen_time": 0.0, "judge_time": 0.0, "reward": 0.0}
+        store.commit_model(idx, model, None, [("e", "IF", 0.0, 0.0)], [{**f, "summary": f"from {idx}"}], t, [])
+    (row,) = [r for r in store.findings() if r["signature"] == f["signature"]]
+    store.close()
+    assert (row["first_idx"], row["first_model"], row["count"], row["summary"]) == (21, "m21", 3, "from 21")
