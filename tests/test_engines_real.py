@@ -142,6 +142,23 @@ def test_tensorflow_default_layout_mode_runs_nchw_models(tmp_path):
     assert j.verdict.results["tensorflow-nhwc"].status == "DCP", j.verdict.results["tensorflow-nhwc"].outcome
 
 
+def test_tensorflow_default_layout_mode_feeds_an_input_whose_layouts_look_alike(tmp_path):
+    """[1,2,2,2]: the NCHW and NHWC shapes are the same, so the shape cannot tell the adapter to transpose; onnx2tf's
+    default mode turns every 3-5-D input channel-last, and fed untransposed it looked wrong (hand triage 7, a 1x1 Conv
+    kept as a TensorFlow bug that the default mode computes right)."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    from ofuzz.reduce import _layout_ambiguous
+
+    w = numpy_helper.from_array(np.random.default_rng(0).uniform(-1, 1, (3, 2, 1, 1)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="n0_Conv")], "g",
+                          [helper.make_tensor_value_info("x", 1, [1, 2, 2, 2])], [helper.make_tensor_value_info("y", 1, [1, 3, 2, 2])], [w])
+    assert _layout_ambiguous(helper.make_model(g))  # the reducer no longer halves shapes into this
+    j = _judge_on(tmp_path, g, ["onnxruntime", "tensorflow-nhwc", "reference"], {"x": np.random.default_rng(1).uniform(-1, 1, (1, 2, 2, 2)).astype(np.float32)})
+    assert j.verdict.results["tensorflow-nhwc"].status == "DCP", j.verdict.results["tensorflow-nhwc"].versus
+
+
 def test_mnn_keeps_scalar_inputs_scalar(tmp_path):
     """A 0-d input stays 0-d on its way into MNN (np.ascontiguousarray made it (1,), and MNN's output then
     contradicted the declared scalar: a false shape finding)."""

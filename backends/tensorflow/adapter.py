@@ -120,12 +120,20 @@ class TensorFlowEngine:
         """Inputs the default-mode model takes as the channel-last permutation of their ONNX shape."""
         if self.mode != "default" or self.km is None:
             return set()
-        out = set()
+        out, kept, ambiguous = set(), 0, []
         for name, t in zip(self.inputs, getattr(self.km, "inputs", []) or []):
             want = self.onnx_inputs.get(name, ())
             got = tuple(int(d) if d is not None else -1 for d in t.shape)
-            if 3 <= len(want) <= 5 and got != want and got == tuple(want[p] for p in (0, *range(2, len(want)), 1)):
+            if not 3 <= len(want) <= 5:
+                continue
+            if len(set(want[1:])) == 1 and want[1] > 1:
+                ambiguous.append(name)  # [1,2,2,2]: both layouts have this shape
+            elif got != want and got == tuple(want[p] for p in (0, *range(2, len(want)), 1)):
                 out.add(name)
+            elif got == want:
+                kept += 1
+        if ambiguous and not kept:  # onnx2tf's default turns every 3-5-D input channel-last; unless it visibly did not
+            out.update(ambiguous)
         return out
 
     def _feed(self, name: str, x: np.ndarray) -> np.ndarray:
