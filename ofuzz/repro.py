@@ -38,6 +38,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+for _k, _v in {env}.items():  # the engine's settings as the campaign ran it (e.g. TensorFlow's TF_ENABLE_ONEDNN_OPTS)
+    os.environ.setdefault(_k, _v)
 from engine_adapter import {cls} as Engine  # the exact adapter ofuzz used
 
 from compare_rule import RULE  # the fuzzer's own comparison rule (its compare.py module, copied verbatim)
@@ -145,7 +147,8 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
         shutil.copyfile(compare.__file__, out / "compare_rule.py")
         if spec.env != "core" and Path(spec.env).is_file():
             shutil.copyfile(spec.env, out / "requirements.txt")  # the engine's exact pins (a version's own, for mnn@3.5.0)
-        (out / "repro.py").write_text(REPRO_PY.format(title=finding["summary"][:100].replace('"', "'"), engine=repro_engine, cls=cls))
+        (out / "repro.py").write_text(REPRO_PY.format(title=finding["summary"][:100].replace('"', "'"), engine=repro_engine, cls=cls,
+                                                    env=repr(dict(sorted(spec.env_vars.items())))))
     _write_report(out, info, model, inputs, v, spec)
     t0 = time.perf_counter()
     info["repro_check"] = check_repro(out, spec, hang_after=info.get("hang_after"))
@@ -199,6 +202,8 @@ def _write_report(out: Path, info: dict[str, Any], model: onnx.ModelProto, input
         f"(relative error > {RULE.rel_tol:g} on more than {RULE.max_bad_fraction:.1%} of elements, NaN/Inf exactly; the rule is",
         "`compare_rule.py`, the fuzzer's own comparison module, copied verbatim).",
         "Each engine's own outputs are in `<engine>.outputs.npz`. The model opens in Netron.",
+        *([f"The engine ran with {', '.join(f'`{k}={v}`' for k, v in sorted(spec.env_vars.items()))} (repro.py sets them unless they are set)."]
+          if spec is not None and spec.env_vars else []),
     ]
     (out / "REPORT.md").write_text(public_paths("\n".join(lines) + "\n"))
 

@@ -98,6 +98,21 @@ CAPTURED = [
     # onnx2tf 1.29.24 (TF 2.19), ScatterElements reduction=mul: SystemExit after this line in the log
     ("tensorflow", "1", "\x1b[31mERROR:\x1b[0m ScatterElements currently supports only reduction=['none']. Pull requests are welcome.\n...",
      "onnx2tf-supports-only", "ScatterElements", "reduction"),
+    # onnx2tf 1.29.24, ReduceSum noop_with_empty_axes=1 (AssertionError; hand triage 7, rc-97b0dcb2)
+    ("tensorflow-nhwc", "\x1b[31mERROR:\x1b[0m TensorFlow does not support noop_with_empty_axes=1 (True).",
+     'File "/x/site-packages/onnx2tf/ops/ReduceSum.py", line 84, in make_node\n    assert False, error_msg',
+     "onnx2tf-noop-with-empty-axes", "ReduceSum", "noop_with_empty_axes"),
+    # TensorFlow 2.19 through onnx2tf 1.29.24, Conv strides 2 + dilations 2 (ValueError; hand triage 7, rc-5668f92c)
+    ("tensorflow-nhwc", 'Exception encountered when calling layer "tf.nn.convolution_176" (type TFOpLambda).',
+     ('File "/x/site-packages/onnx2tf/ops/Conv.py", line 401, in conv_nobias\n    tf.nn.convolution(\nValueError: Exception '
+      'encountered when calling layer "tf.nn.convolution_176" (type TFOpLambda).\n\n`strides > 1` not supported in conjunction '
+      'with `dilation_rate > 1`. Received: strides=[2 2] and dilation_rate=[2 2]'), "tensorflow-strided-dilated-convolution", "Conv",
+     "dilation_rate"),
+    # TensorFlow 2.19 with TF_ENABLE_ONEDNN_OPTS=0, ConvTranspose dilations 2 at run time (hand triage 7, rc-b9f49c1e)
+    ("tensorflow", "Exception encountered when calling layer 'tf.nn.conv2d_transpose_2049' (type TFOpLambda).",
+     ("tensorflow.python.framework.errors_impl.InvalidArgumentError: Exception encountered when calling layer "
+      "'tf.nn.conv2d_transpose_2049' (type TFOpLambda).\n\nCurrent CPU implementations do not yet support dilation rates larger "
+      "than 1. [Op:Conv2DBackpropInput]"), "tensorflow-cpu-kernel-dilation", "ConvTranspose", "dilation"),
 ]
 
 # Failures that are bugs or something else, never a capability gap (also real messages, same versions).
