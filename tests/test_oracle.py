@@ -196,3 +196,16 @@ def test_a_clean_refusal_needs_a_witness_that_the_model_runs():
     assert v.results["mnn"].blamed
     v = judge_outcomes({"onnxruntime": bad(), "mnn": (ok, Outcome("run", "crash", signal="SIGSEGV"))}, ["y"])
     assert v.results["mnn"].blamed and not v.results["onnxruntime"].blamed
+
+
+def test_expected_outputs_come_from_onnxruntime_before_another_majority_member():
+    """MNN's uninitialised ConstantOfShape gave 1e-14 where onnxruntime gave 0: within tolerance, so both are the
+    majority, and the alphabetically first (mnn) became the repro's expected output (hand triage 7)."""
+    import numpy as np
+
+    from ofuzz.engines.client import Outcome
+    from ofuzz.oracle import judge_outcomes
+
+    ok = lambda y: (Outcome("prepare", "ok"), Outcome("run", "ok", outputs={"y": np.array(y, np.float32)}))  # noqa: E731
+    v = judge_outcomes({"mnn": ok([1e-14, 1.0]), "onnxruntime": ok([0.0, 1.0]), "tensorflow": ok([5.0, 1.0])}, ["y"])
+    assert sorted(v.majority) == ["mnn", "onnxruntime"] and v.expected_from == "onnxruntime", (v.majority, v.expected_from)
