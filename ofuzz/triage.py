@@ -302,6 +302,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
                 rc["repro_check"] = info.get("repro_check", "")
     absorb_supersets(roots)
     absorb_unreduced(roots)
+    absorb_consumers_of_upstream(roots)
     for rc in roots.values():
         rc["held"] = sorted(rc["held"])
     ranked = sorted(roots.values(), key=lambda r: (r["severity"], r["engine"], -r["occurrences"], r["id"]))
@@ -383,3 +384,22 @@ def absorb_supersets(roots: dict[str, dict[str, Any]]) -> None:
         if not into:
             continue
         _merge(roots, rid, min(into, key=lambda o: (len(ops(o)), o["id"])))
+
+
+def absorb_consumers_of_upstream(roots: dict[str, dict[str, Any]]) -> None:
+    """A failure keyed by how a consumer complained (its exception and message) whose repro holds the producer of an
+    `upstream` root cause of the same engine and status, plus more, joins it: the consumer fails because of what that
+    producer hands it (hand triage 7: onnx2tf's ConstantOfShape layout as `upstream ConstantOfShape` and again as
+    ConstantOfShape+GatherElements raising InvalidArgumentError; its Expand defect again in an unreduced 8-node repro).
+    Only when exactly one upstream root cause fits, and never a crash: a crash is a defect wherever it happens."""
+    for rid in sorted(roots):
+        r = roots.get(rid)
+        k = r["key"] if r else {}
+        if not r or k["status"] not in ("IF", "MCF") or k["failure"] == UPSTREAM or crash_like(k["failure"]):
+            continue
+        held = set(k["ops"]) or set(r["held"])
+        into = [o for o in roots.values() if o is not r and o["engine"] == r["engine"] and o["key"]["status"] == k["status"]
+                and o["key"]["failure"] == UPSTREAM and o["key"]["ops"] and set(o["key"]["ops"]) < held]
+        if len(into) == 1:
+            _merge(roots, rid, into[0])
+

@@ -489,3 +489,20 @@ def test_a_failure_message_keys_by_its_first_sentence():
     a, b = coarsen(k, 1, msg + "ListWrapper([InputSpe", "LSTM"), coarsen(k, 2, msg + "ListWrapper([]); howe", "LSTM")
     assert a == b and a.message.endswith("`cell.state_size`")
     assert coarsen(k, 1, "Scale and Zero-point must be a scalar", "LSTM").message == "Scale and Zero-point must be a scalar"
+
+
+def test_a_consumers_failure_joins_the_one_upstream_root_cause_its_repro_holds():
+    """onnx2tf's ConstantOfShape layout defect came back as `upstream ConstantOfShape` and as ConstantOfShape+GatherElements
+    raising InvalidArgumentError (hand triage 7): one root cause. Two upstream candidates, or a crash: left alone."""
+    from ofuzz.triage import absorb_consumers_of_upstream
+
+    def root(rid, failure, ops, held=(), status="IF"):
+        return {"id": rid, "engine": "tensorflow", "key": {"status": status, "failure": failure, "ops": list(ops)}, "held": set(held or ops),
+                "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid}
+
+    roots = {r["id"]: r for r in [root("u1", "upstream", ["ConstantOfShape"]), root("u2", "upstream", ["Expand"]),
+                                  root("c3", "exception:InvalidArgumentError", ["ConstantOfShape", "GatherElements"]),
+                                  root("c4", "exception:InvalidArgumentError", [], held=["ConstantOfShape", "Expand", "Mul"]),
+                                  root("c5", "crash", ["ConstantOfShape", "Pad"]), root("c6", "exception:ValueError", ["Conv"])]}
+    absorb_consumers_of_upstream(roots)
+    assert sorted(roots) == ["c4", "c5", "c6", "u1", "u2"] and roots["u1"]["absorbed"] == ["c3"] and roots["u1"]["occurrences"] == 2
