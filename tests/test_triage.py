@@ -26,6 +26,15 @@ def double(name: str, faults: dict[str, str]):
     return dataclasses.replace(resolve(["testdouble"])[0], name=name, options={"faults": faults})
 
 
+def relu_model(tmp_path) -> tuple:
+    """A one-Relu model on disk and its all-ones input: the test double's faults are seeded on Relu."""
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="n0_Relu")], "g", [helper.make_tensor_value_info("x", F, [2, 3])],
+                          [helper.make_tensor_value_info("y", F, [2, 3])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path, {"x": np.ones((2, 3), np.float32)}
+
+
 def mod_model() -> onnx.ModelProto:
     n = helper.make_node("Mod", ["x", "y"], ["z"], name="n0_Mod", fmod=1)
     g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", F, [2, 3, 4]), helper.make_tensor_value_info("y", F, [2, 3, 4])],
@@ -354,11 +363,7 @@ def test_a_crash_repro_says_reproduced_instead_of_dying(tmp_path):
     from ofuzz.triage import export
 
     specs = [double("testdouble", {"Relu": "run:segfault"}), *resolve(["onnxruntime", "reference"])]
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="n0_Relu")], "g", [helper.make_tensor_value_info("x", F, [2, 3])],
-                          [helper.make_tensor_value_info("y", F, [2, 3])])
-    path = tmp_path / "m.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
-    feeds = {"x": np.ones((2, 3), np.float32)}
+    path, feeds = relu_model(tmp_path)
     with EnginePool(specs, tmp_path / "pool") as pool:
         pool.start()
         j = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default())
@@ -411,11 +416,7 @@ def test_a_hang_repro_gives_up_on_the_engine_and_says_reproduced(tmp_path):
     from ofuzz.triage import export
 
     specs = [dataclasses.replace(double("testdouble", {"Relu": "run:hang"}), timeout=2.0), *resolve(["onnxruntime", "reference"])]
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="n0_Relu")], "g", [helper.make_tensor_value_info("x", F, [2, 3])],
-                          [helper.make_tensor_value_info("y", F, [2, 3])])
-    path = tmp_path / "m.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
-    feeds = {"x": np.ones((2, 3), np.float32)}
+    path, feeds = relu_model(tmp_path)
     with EnginePool(specs, tmp_path / "pool") as pool:
         pool.start()
         (f,) = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).findings
