@@ -352,6 +352,7 @@ p_has_nan = _value_test(lambda v: _is_float(v) and bool(np.isnan(_floats(v)).any
 p_has_inf = _value_test(lambda v: _is_float(v) and bool(np.isinf(_floats(v)).any()), "has_inf")
 p_has_zero = _value_test(lambda v: bool((v == 0).any()), "has_zero")
 p_has_nonzero = _value_test(lambda v: bool((v != 0).any()), "has_nonzero")
+p_all_equal = _value_test(lambda v: v.size > 1 and bool((v == v.flat[0]).all()), "all_equal")  # a constant tensor
 
 
 def p_any_input_has_nan(arg: Any, ops: tuple[str, ...]) -> Cond:

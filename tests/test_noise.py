@@ -466,3 +466,12 @@ def test_families_name_one_code_path_per_engine(nc):
     # a family can be limited to failure classes: MNN's Exp clamp gives wrong values and Infs, not crashes
     assert nc.family("mnn", "Softplus", 1, "value").name == nc.family("mnn@3.5.0", "Exp", 1, "inf").name == "mnn-exp-kernel"
     assert nc.family("mnn", "Exp", 1, "crash") is None and nc.family("mnn", "LpPool", 1, "value").name == "mnn-avgpool-divisor"
+
+
+def test_mvn_of_a_constant_tensor_is_undefined(nc):
+    """Hand triage 7: MVN of 2.421227 everywhere; the spec's E[X^2]-E[X]^2 is -4.77e-7 in float32, so NaN (onnxruntime,
+    reference, MNN) and 0 (TensorFlow, exact) are both what the formula gives. A non-constant input stays defined."""
+    node = helper.make_node("MeanVarianceNormalization", ["x"], ["y"])
+    const = np.full((1, 2, 3, 3), 2.421227, np.float32)
+    assert nc.undefined(node, [const]) is not None
+    assert nc.undefined(node, [const + np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3)]) is None
