@@ -303,6 +303,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
     absorb_supersets(roots)
     absorb_unreduced(roots)
     absorb_consumers_of_upstream(roots)
+    absorb_upstream_into_wrong_shape(roots)
     for rc in roots.values():
         rc["held"] = sorted(rc["held"])
     ranked = sorted(roots.values(), key=lambda r: (r["severity"], r["engine"], -r["occurrences"], r["id"]))
@@ -400,6 +401,21 @@ def absorb_consumers_of_upstream(roots: dict[str, dict[str, Any]]) -> None:
         held = set(k["ops"]) or set(r["held"])
         into = [o for o in roots.values() if o is not r and o["engine"] == r["engine"] and o["key"]["status"] == k["status"]
                 and o["key"]["failure"] == UPSTREAM and o["key"]["ops"] and set(o["key"]["ops"]) < held]
+        if len(into) == 1:
+            _merge(roots, rid, into[0])
+
+
+def absorb_upstream_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> None:
+    """A failure keyed `upstream X` (its consumer runs fine alone, so X hands it something bad) joins the engine's one
+    root cause `DCF shape` in X alone: a wrong output shape is exactly what makes consumers fail (hand triage 7: MNN
+    ignoring MaxPool's dilations came back as `DCF shape MaxPool` and as `IF upstream MaxPool`, whose consumer failed
+    on the 6x8 output). A wrong value or dtype does not make a consumer fail, so only shape."""
+    for rid in sorted(roots):
+        r = roots.get(rid)
+        if not r or r["key"]["failure"] != UPSTREAM or len(r["key"]["ops"]) != 1:
+            continue
+        into = [o for o in roots.values() if o is not r and o["engine"] == r["engine"] and o["key"]["status"] == "DCF"
+                and o["key"]["failure"] == "shape" and o["key"]["ops"] == r["key"]["ops"]]
         if len(into) == 1:
             _merge(roots, rid, into[0])
 

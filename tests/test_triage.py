@@ -507,3 +507,18 @@ def test_a_consumers_failure_joins_the_one_upstream_root_cause_its_repro_holds()
                                   root("c5", "crash", ["ConstantOfShape", "Pad"]), root("c6", "exception:ValueError", ["Conv"])]}
     absorb_consumers_of_upstream(roots)
     assert sorted(roots) == ["c4", "c5", "c6", "u1", "u2"] and roots["u1"]["absorbed"] == ["c3"] and roots["u1"]["occurrences"] == 2
+
+
+def test_an_upstream_failure_joins_the_wrong_shape_of_its_producer():
+    """MNN ignoring MaxPool's dilations: `DCF shape MaxPool` and `IF upstream MaxPool` (a consumer failed on the wrong
+    shape) are one root cause (hand triage 7); a wrong value of the same operator does not take it."""
+    from ofuzz.triage import absorb_upstream_into_wrong_shape
+
+    def root(rid, status, failure, ops):
+        return {"id": rid, "engine": "mnn", "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops),
+                "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid}
+
+    roots = {r["id"]: r for r in [root("s1", "DCF", "shape", ["MaxPool"]), root("u2", "IF", "upstream", ["MaxPool"]),
+                                  root("v3", "DCF", "value", ["Conv"]), root("u4", "IF", "upstream", ["Conv"])]}
+    absorb_upstream_into_wrong_shape(roots)
+    assert sorted(roots) == ["s1", "u4", "v3"] and roots["s1"]["absorbed"] == ["u2"] and roots["s1"]["first_idx"] == 1
