@@ -136,6 +136,7 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         budget = 0  # every check of a hang costs the engine's whole timeout: keep the model as found
         reduction["note"] = "hangs are not reduced (each check would cost the engine's timeout)"
         base["hang_after"] = round(2 * max(outcome.time, 1.0), 1)  # repro.py waits twice what the campaign waited
+        red_judged = judged  # the model stays as found: its re-run just now is its verdict (not a second engine timeout)
     if budget > 0:
         red = reduce_model(pool, start_model, start_feeds, Target.of(hit), value_engine, budget=budget, start_node=start_node,
                            policy=policy, must_agree=must_agree, cheap=set(pick_voters(sorted(must_agree or voters), engine, judged.verdict.excluded)),
