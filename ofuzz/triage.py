@@ -20,7 +20,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import onnx
@@ -344,17 +344,23 @@ def absorb_unreduced(roots: dict[str, dict[str, Any]]) -> None:
     exactly one reduced root cause fits: with two candidates nothing tells which the big repro shows."""
     def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
         k, ko = r["key"], o["key"]
-        return (o is not r and o["engine"] == r["engine"] and ko["status"] == k["status"] and ko["failure"] == k["failure"]
+        return (o["engine"] == r["engine"] and ko["status"] == k["status"] and ko["failure"] == k["failure"]
                 and ko.get("message", "") == k.get("message", "") and bool(ko["ops"]) and set(ko["ops"]) <= set(r["held"]))
 
+    _absorb_into_one(roots, lambda r: not r["key"]["ops"] and r["key"]["status"] != "DCF" and bool(r["held"]), fits)
+
+
+def _absorb_into_one(roots: dict[str, dict[str, Any]], wants: Callable[[dict[str, Any]], bool],
+                     fits: Callable[[dict[str, Any], dict[str, Any]], bool]) -> None:
+    """Each root cause that `wants` picks joins the other root cause that `fits` it, when exactly one does (with two,
+    nothing tells which of them it is)."""
     for rid in sorted(roots):
-        r = roots[rid]
-        if r["key"]["ops"] or r["key"]["status"] == "DCF" or not r["held"]:
+        r = roots.get(rid)
+        if r is None or not wants(r):
             continue
-        into = [o for o in roots.values() if fits(r, o)]
-        if len(into) != 1:
-            continue
-        _merge(roots, rid, into[0])
+        into = [o for o in roots.values() if o is not r and fits(r, o)]
+        if len(into) == 1:
+            _merge(roots, rid, into[0])
 
 
 def _merge(roots: dict[str, dict[str, Any]], rid: str, target: dict[str, Any]) -> None:
@@ -394,16 +400,16 @@ def absorb_consumers_of_upstream(roots: dict[str, dict[str, Any]]) -> None:
     producer hands it (hand triage 7: onnx2tf's ConstantOfShape layout as `upstream ConstantOfShape` and again as
     ConstantOfShape+GatherElements raising InvalidArgumentError; its Expand defect again in an unreduced 8-node repro).
     Only when exactly one upstream root cause fits, and never a crash: a crash is a defect wherever it happens."""
-    for rid in sorted(roots):
-        r = roots.get(rid)
-        k = r["key"] if r else {}
-        if not r or k["status"] not in ("IF", "MCF") or k["failure"] == UPSTREAM or crash_like(k["failure"]):
-            continue
-        held = set(k["ops"]) or set(r["held"])
-        into = [o for o in roots.values() if o is not r and o["engine"] == r["engine"] and o["key"]["status"] == k["status"]
-                and o["key"]["failure"] == UPSTREAM and o["key"]["ops"] and set(o["key"]["ops"]) < held]
-        if len(into) == 1:
-            _merge(roots, rid, into[0])
+    def wants(r: dict[str, Any]) -> bool:
+        k = r["key"]
+        return k["status"] in ("IF", "MCF") and k["failure"] != UPSTREAM and not crash_like(k["failure"])
+
+    def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
+        ko = o["key"]
+        return (o["engine"] == r["engine"] and ko["status"] == r["key"]["status"] and ko["failure"] == UPSTREAM and bool(ko["ops"])
+                and set(ko["ops"]) < (set(r["key"]["ops"]) or set(r["held"])))
+
+    _absorb_into_one(roots, wants, fits)
 
 
 def absorb_upstream_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> None:
@@ -411,12 +417,7 @@ def absorb_upstream_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> None:
     root cause `DCF shape` in X alone: a wrong output shape is exactly what makes consumers fail (hand triage 7: MNN
     ignoring MaxPool's dilations came back as `DCF shape MaxPool` and as `IF upstream MaxPool`, whose consumer failed
     on the 6x8 output). A wrong value or dtype does not make a consumer fail, so only shape."""
-    for rid in sorted(roots):
-        r = roots.get(rid)
-        if not r or r["key"]["failure"] != UPSTREAM or len(r["key"]["ops"]) != 1:
-            continue
-        into = [o for o in roots.values() if o is not r and o["engine"] == r["engine"] and o["key"]["status"] == "DCF"
-                and o["key"]["failure"] == "shape" and o["key"]["ops"] == r["key"]["ops"]]
-        if len(into) == 1:
-            _merge(roots, rid, into[0])
+    _absorb_into_one(roots, lambda r: r["key"]["failure"] == UPSTREAM and len(r["key"]["ops"]) == 1,
+                     lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == "DCF" and o["key"]["failure"] == "shape"
+                                   and o["key"]["ops"] == r["key"]["ops"]))
 
