@@ -754,6 +754,7 @@ def conformance(
     workers: int = WORKERS_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     timeout: Optional[float] = TIMEOUT_OPTION,
+    resume: bool = typer.Option(False, "--resume", help="Go on with the store's latest sweep of these engines: only the tests it has not finished run."),
 ) -> None:
     """Run the onnx package's backend node tests through each engine: pass / wrong values / failed to convert / failed to
     run / crashed per engine and operator, what changed since the last sweep, and where ofuzz's own oracle contradicts
@@ -781,10 +782,15 @@ def conformance(
         st = cf.ConformanceStore(path)
     except cf.ConformanceError as exc:
         fail(str(exc))
+    names = [s.name for s in specs]
+    going_on = st.latest(names) if resume else None
+    if resume and going_on is None:
+        fail(f"--resume: {path} holds no sweep of {','.join(names)}; run without --resume to start one")
+    todo = len(tests) - (len({t.name for t in tests} & st.done(going_on, names)) if going_on else 0)
     with tempfile.TemporaryDirectory(prefix="ofuzz-conformance-") as tmp, Progress(
             TextColumn("conformance"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
-        task = bar.add_task("tests", total=len(tests))
-        sweep = cf.run_sweep(specs, tests, st, Path(tmp), workers or (os.cpu_count() or 2), lambda _t: bar.advance(task))
+        task = bar.add_task("tests", total=todo)
+        sweep = cf.run_sweep(specs, tests, st, Path(tmp), workers or (os.cpu_count() or 2), lambda _t: bar.advance(task), going_on)
     results = st.results(sweep)
     counts, failing = cf.summarise(results)
     oracle = st.oracle(sweep)

@@ -166,6 +166,16 @@ class ConformanceStore:
         cur = self.db.execute("INSERT INTO sweeps (started, engines, versions) VALUES (?,?,?)", (time.time(), json.dumps(engines), json.dumps(versions)))
         return int(cur.lastrowid)
 
+    def latest(self, engines: list[str]) -> int | None:
+        """The newest sweep of exactly these engines (to go on with it)."""
+        row = self.db.execute("SELECT MAX(id) FROM sweeps WHERE engines = ?", (json.dumps(engines),)).fetchone()
+        return row[0] if row and row[0] is not None else None
+
+    def done(self, sweep: int, engines: list[str]) -> set[str]:
+        """Tests of `sweep` with a result for every one of `engines`."""
+        rows = self.db.execute("SELECT test, COUNT(DISTINCT engine) FROM results WHERE sweep = ? GROUP BY test", (sweep,))
+        return {t for t, n in rows if n >= len(engines)}
+
     def set_versions(self, sweep: int, versions: dict[str, str]) -> None:
         with self.lock:
             self.db.execute("UPDATE sweeps SET versions = ? WHERE id = ? AND versions = '{}'", (json.dumps(versions), sweep))
@@ -258,13 +268,20 @@ def sweep_one(pool: Any, test: NodeTest, policy: Any) -> tuple[dict[str, tuple[s
 
 
 def run_sweep(specs: list[Any], tests: list[NodeTest], store: ConformanceStore, workdir: Path, workers: int,
-              on_done: Callable[[NodeTest], None] | None = None) -> int:
-    """Sweep `tests` over the engines in `workers` pools; returns the sweep's id in `store`."""
+              on_done: Callable[[NodeTest], None] | None = None, sweep: int | None = None) -> int:
+    """Sweep `tests` over the engines in `workers` pools; returns the sweep's id in `store`.  With `sweep`, go on with
+    that one: its finished tests are not run again (each test is committed as it finishes, so a sweep that was
+    stopped, or died with a crashing engine, loses at most the tests in flight)."""
     from ofuzz.judging import Policy
     from ofuzz.runner import for_each_in_pools
 
     policy = Policy.default()
-    sweep = store.begin([s.name for s in specs], {})
+    names = [s.name for s in specs]
+    if sweep is None:
+        sweep = store.begin(names, {})
+    else:
+        finished = store.done(sweep, names)
+        tests = [t for t in tests if t.name not in finished]
 
     def one(pool: Any, test: NodeTest) -> None:
         store.set_versions(sweep, pool.versions())

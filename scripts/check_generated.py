@@ -1,6 +1,6 @@
 """Acceptance check for generation: N models through the full checker and onnxruntime.
 
-    python scripts/check_generated.py [--count 1000] [--blocks 1..30] [--seed 1]
+    python scripts/check_generated.py [--count 1000] [--blocks 1..30] [--seed 1] [--opset 18..21]
 
 Prints the checker pass rate, the onnxruntime pass rate with every failure and its
 message, degraded blocks, and the per-block / per-op counts over the set.
@@ -15,7 +15,7 @@ import time
 import onnx
 import onnxruntime as ort
 
-from ofuzz.defaults import parse_blocks
+from ofuzz.defaults import parse_blocks, parse_opsets
 from ofuzz.corpus import load_corpus
 from ofuzz.generate import GenerateOptions, generate_one
 
@@ -26,17 +26,20 @@ def main() -> None:
     ap.add_argument("--blocks", default="1..30")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--graph", default="mixed")
+    ap.add_argument("--opset", default="17", help="N or LO..HI: each model's ONNX version drawn from it (as `ofuzz generate`)")
     a = ap.parse_args()
     ort.set_default_logger_severity(4)
     corpus = load_corpus()
-    opts = GenerateOptions(blocks=parse_blocks(a.blocks), graph=a.graph, mutations=True)
+    opts = GenerateOptions(blocks=parse_blocks(a.blocks), graph=a.graph, mutations=True, opsets=parse_opsets(a.opset))
     blocks: collections.Counter[str] = collections.Counter()
+    versions: collections.Counter[int] = collections.Counter()
     ops: collections.Counter[str] = collections.Counter()
     checker_fail, ort_fail, degraded = [], [], []
     t0 = time.perf_counter()
     for i in range(a.count):
         m = generate_one(corpus, a.seed, i, opts)
         blocks.update(m.provenance["blocks"])
+        versions[m.model.opset_import[0].version] += 1
         ops.update(n.op_type for n in m.model.graph.node)
         degraded.extend(f"{m.id}: {d}" for d in m.provenance["degraded"])
         try:
@@ -51,7 +54,8 @@ def main() -> None:
             ort_fail.append(f"{m.id}: {str(exc).splitlines()[0][:300]}")
     dt = time.perf_counter() - t0
     n = a.count
-    print(f"{n} models (blocks {a.blocks}, graph {a.graph}, mutations on, seed {a.seed}) in {dt:.1f}s")
+    print(f"{n} models (blocks {a.blocks}, graph {a.graph}, opset {a.opset}, mutations on, seed {a.seed}) in {dt:.1f}s")
+    print("models per opset:", ", ".join(f"{v}: {c}" for v, c in sorted(versions.items())))
     print(f"full onnx checker: {n - len(checker_fail)}/{n} pass ({100 * (n - len(checker_fail)) / n:.1f}%)")
     print(f"onnxruntime {ort.__version__}: {n - len(checker_fail) - len(ort_fail)}/{n} run ({100 * (n - len(checker_fail) - len(ort_fail)) / n:.1f}%)")
     for f in checker_fail + ort_fail:

@@ -59,3 +59,22 @@ def test_cli_json_and_bad_store(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ofuzz.cli", "conformance", "-e", "reference", "--ops", "Relu", "--store", str(tmp_path / "bad.sqlite")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "not an ofuzz conformance store" in r.stderr and "Traceback" not in r.stderr, r.stderr[-600:]
+
+
+def test_a_stopped_sweep_goes_on_where_it_stopped(tests_neg_sin_cos, tmp_path):
+    """--resume: the finished tests of the latest sweep of the same engines are not run again (a full TensorFlow sweep
+    takes hours and its crashes are slow; it must be able to stop and go on)."""
+    store = cf.ConformanceStore(tmp_path / "c.sqlite")
+    ref = resolve(["reference"])
+    neg = [t for t in tests_neg_sin_cos if t.op == "Neg"]
+    first = cf.run_sweep(ref, neg, store, tmp_path / "w1", 1)
+    assert store.latest(["reference"]) == first and store.done(first, ["reference"]) == {t.name for t in neg}
+    ran: list[str] = []
+    again = cf.run_sweep(ref, tests_neg_sin_cos, store, tmp_path / "w2", 1, lambda t: ran.append(t.name), sweep=first)
+    assert again == first and sorted(ran) == sorted(t.name for t in tests_neg_sin_cos if t.op != "Neg")
+    counts, _ = cf.summarise(store.results(first))
+    assert counts["reference"][cf.PASS] == len(tests_neg_sin_cos)
+    assert store.latest(["reference", "onnxruntime"]) is None
+    r = subprocess.run([sys.executable, "-m", "ofuzz.cli", "conformance", "-e", "onnxruntime", "--ops", "Neg", "--resume",
+                        "--store", str(tmp_path / "c.sqlite")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "holds no sweep of onnxruntime" in r.stderr and "Traceback" not in r.stderr, r.stderr[-600:]

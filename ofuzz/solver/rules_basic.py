@@ -125,14 +125,14 @@ def instancenorm(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
 
 @rule("groupnorm", reads=("epsilon", "groups"))
 def groupnorm(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
-    """GroupNormalization (18) with a divisor of C as num_groups; scale and bias per group before opset 21, per channel from it."""
+    """GroupNormalization-21 with a divisor of C as num_groups, scale and bias per channel (version 18's per-group
+    scale is deprecated: onnx's checker rejects it, so the corpus places this block only at opset 21 and later)."""
     x = ins[0]
     c = x.shape[1]
     divisors = [g for g in range(1, c + 1) if c % g == 0]
     want = int(p.get("groups", 2))
     g = min(divisors, key=lambda d: (abs(d - want), d))
-    n = c if b.opset >= 21 else g
-    return b.op("GroupNormalization", [x, b.weight((n,), "scale"), b.weight((n,), "bias")], num_groups=g, epsilon=p.get("epsilon"))
+    return b.op("GroupNormalization", [x, b.weight((c,), "scale"), b.weight((c,), "bias")], num_groups=g, epsilon=p.get("epsilon"))
 
 
 @rule("layernorm", reads=("axis", "bias", "epsilon"))
