@@ -28,8 +28,9 @@ import onnx
 from ofuzz.compare import dtype_kind
 
 RANDOM_OPS = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
-PASS, WRONG, CONVERT, RUN, CRASH = "pass", "wrong values", "failed to convert", "failed to run", "crashed"
-OUTCOMES = (PASS, WRONG, CONVERT, RUN, CRASH)
+PASS, WRONG, CONVERT, RUN, CRASH, TIMEOUT = "pass", "wrong values", "failed to convert", "failed to run", "crashed", "timed out"
+OUTCOMES = (PASS, WRONG, CONVERT, RUN, CRASH, TIMEOUT)  # timed out: not a crash (onnx2tf converting the 200-node expanded
+# attention tests for longer than TensorFlow's 90 s step limit), but not a verdict on correctness either
 
 
 class ConformanceError(ValueError):
@@ -99,7 +100,9 @@ def grade(prep: Any, run: Any, test: NodeTest) -> tuple[str, str]:
         if step is None:
             return failed, "not run"
         if not step.ok:
-            return (CRASH if step.kind in ("crash", "exit", "oom", "timeout") else failed), step.summary()[:300]
+            if step.kind == "timeout":
+                return TIMEOUT, step.summary()[:300]
+            return (CRASH if step.kind in ("crash", "exit", "oom") else failed), step.summary()[:300]
     for name, want in test.expected.items():
         got = run.outputs.get(name)
         if got is None:

@@ -221,3 +221,25 @@ def test_a_finding_first_seen_in_a_model_committed_late_keeps_the_lowest_index(t
     (row,) = [r for r in store.findings() if r["signature"] == f["signature"]]
     store.close()
     assert (row["first_idx"], row["first_model"], row["count"], row["summary"]) == (21, "m21", 3, "from 21")
+
+
+def test_a_hang_gets_no_further_model_to_triage_but_an_unnamed_failure_does(tmp_path):
+    """Further models of an IF/MCF signature without an operator are triaged (a normalised message can hide several
+    defects); a hang's are not: hangs are not reduced, and each costs three engine timeouts (5 of 11 export minutes)."""
+    from ofuzz.export_all import pending_findings
+    from ofuzz.store import Store
+
+    store = Store(tmp_path)
+    t = {k: 0 for k in ("elapsed", "generated", "kept", "run", "OLC", "OTC", "IDC", "ODC", "SEC", "SPC", "unique_findings", "engine_time")}
+    hang = {"signature": "e|MCF|timeout||?|no answer within Ns", "engine": "e", "status": "MCF", "summary": "s", "detail": {}}
+    vague = {"signature": "f|IF|exception|RuntimeError|?|forward returned no outputs", "engine": "f", "status": "IF", "summary": "s", "detail": {}}
+    (tmp_path / "models").mkdir(exist_ok=True)
+    for idx in (1, 2):
+        model = {"id": f"m{idx}", "kept": 1, "run": 1, "new_coverage": 0, "blocks": [], "preferred": [], "node_count": 1,
+                 "gen_time": 0.0, "judge_time": 0.0, "reward": 0.0}
+        store.commit_model(idx, model, None, [("e", "MCF", 0.0, 0.0), ("f", "IF", 0.0, 0.0)], [hang, vague], t, [])
+        (tmp_path / "models" / f"m{idx}.onnx").write_bytes(b"")
+    store.close()
+    todo, _ = pending_findings(tmp_path, {"e", "f"})
+    got = sorted((f["signature"], f.get("variant", 0)) for f in todo)
+    assert got == sorted([(hang["signature"], 0), (vague["signature"], 0), (vague["signature"], 1)]), got

@@ -27,10 +27,12 @@ def tests_neg_sin_cos():
 def test_every_outcome_class_and_changes_between_sweeps(tests_neg_sin_cos, tmp_path):
     store = cf.ConformanceStore(tmp_path / "c.sqlite")
     faulty = double("testdouble", {"Neg": "run:wrong", "Sin": "run:raise", "Cos": "prepare:segfault"})
-    first = cf.run_sweep([faulty, *resolve(["reference"])], tests_neg_sin_cos, store, tmp_path / "w1", 2)
+    hangs = dataclasses.replace(double("hangdouble", {"Sin": "prepare:hang"}), timeout=3.0)
+    first = cf.run_sweep([faulty, hangs, *resolve(["reference"])], tests_neg_sin_cos, store, tmp_path / "w1", 2)
     counts, failing = cf.summarise(store.results(first))
     assert counts["reference"][cf.PASS] == len(tests_neg_sin_cos)
     assert failing["testdouble"] == {cf.WRONG: ["Neg"], cf.RUN: ["Sin"], cf.CRASH: ["Cos"]}
+    assert failing["hangdouble"] == {cf.TIMEOUT: ["Sin"]}  # a step past its time limit is not called a crash
     assert store.oracle(first) == []  # two engines, no majority to be wrong: nothing blamed against the truth
     fixed = double("testdouble", {"Sin": "run:raise", "Cos": "prepare:segfault"})  # "the next release" fixed Neg
     second = cf.run_sweep([fixed], tests_neg_sin_cos, store, tmp_path / "w2", 1)
