@@ -305,6 +305,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
     absorb_unreduced(roots)
     absorb_consumers_of_upstream(roots)
     absorb_upstream_into_wrong_shape(roots)
+    absorb_refusal_into_crash(roots)
     for rc in roots.values():
         rc["held"] = sorted(rc["held"])
     ranked = sorted(roots.values(), key=lambda r: (r["severity"], r["engine"], -r["occurrences"], r["id"]))
@@ -370,6 +371,8 @@ def _merge(roots: dict[str, dict[str, Any]], rid: str, target: dict[str, Any]) -
     target["findings"] += r["findings"]
     target["occurrences"] += r["occurrences"]
     target.setdefault("absorbed", []).append(rid)
+    if "severity" in r:  # as bad as its worst member
+        target["severity"] = min(target.get("severity", r["severity"]), r["severity"])
     if r["first_idx"] is not None and (target["first_idx"] is None or r["first_idx"] < target["first_idx"]):
         target["first_idx"], target["first_model"] = r["first_idx"], r["first_model"]
 
@@ -421,3 +424,18 @@ def absorb_upstream_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> None:
                      lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == "DCF" and o["key"]["failure"] == "shape"
                                    and o["key"]["ops"] == r["key"]["ops"]))
 
+
+
+def absorb_refusal_into_crash(roots: dict[str, dict[str, Any]]) -> None:
+    """A one-node failure with a message joins the engine's one crash in that same operator alone, at the same stage
+    (run or conversion): a crash carries no message to tell it apart, and an operator whose lowering is broken crashes
+    on some shapes and refuses others (hand triages 7 and 8: MNN's 2-input Mean segfaults when its inputs broadcast
+    and says "Create execution error" when they do not: one lowering, two root causes).  Into the crash, so the root
+    cause keeps the worst severity; only when exactly one crash fits."""
+    def one_op(r: dict[str, Any]) -> bool:
+        return r["nodes"] == 1 and len(r["key"]["ops"]) == 1
+
+    _absorb_into_one(roots, lambda r: (r["key"]["status"] in ("IF", "MCF") and r["key"]["failure"] != UPSTREAM
+                                      and not crash_like(r["key"]["failure"]) and one_op(r)),
+                     lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == r["key"]["status"]
+                                   and crash_like(o["key"]["failure"]) and one_op(o) and o["key"]["ops"] == r["key"]["ops"]))

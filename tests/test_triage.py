@@ -522,3 +522,25 @@ def test_an_upstream_failure_joins_the_wrong_shape_of_its_producer():
                                   root("v3", "DCF", "value", ["Conv"]), root("u4", "IF", "upstream", ["Conv"])]}
     absorb_upstream_into_wrong_shape(roots)
     assert sorted(roots) == ["s1", "u4", "v3"] and roots["s1"]["absorbed"] == ["u2"] and roots["s1"]["first_idx"] == 1
+
+
+def test_a_one_node_refusal_joins_the_one_crash_of_that_operator():
+    """MNN's 2-input Mean: "Create execution error" on equal shapes, SIGSEGV when they broadcast (hand triages 7 and 8):
+    one lowering, one root cause, kept as the crash. Not across stages, not with two crashes to choose from, not for a
+    repro of several nodes."""
+    from ofuzz.triage import absorb_refusal_into_crash
+
+    def root(rid, status, failure, ops, nodes=1, engine="mnn"):
+        return {"id": rid, "engine": engine, "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops), "nodes": nodes,
+                "severity": 0 if failure == "crash" else 4, "signatures": [rid], "findings": [rid], "occurrences": 1,
+                "first_idx": int(rid[-1]), "first_model": rid}
+
+    roots = {r["id"]: r for r in [root("e1", "IF", "exception:RuntimeError", ["Mean"]), root("c2", "IF", "crash", ["Mean"]),
+                                  root("e3", "MCF", "exception:RuntimeError", ["Mean"]),  # conversion: another stage
+                                  root("e4", "IF", "exception:RuntimeError", ["Einsum"]), root("c5", "IF", "crash", ["Einsum", "Cast"], nodes=2),
+                                  root("e6", "IF", "exception:RuntimeError", ["Mean"], engine="tensorflow"),
+                                  root("e7", "IF", "exception:RuntimeError", ["Tile"]), root("c8", "IF", "crash", ["Tile"]),
+                                  root("c9", "IF", "crash:SIGABRT", ["Tile"])]}
+    absorb_refusal_into_crash(roots)
+    assert sorted(roots) == ["c2", "c5", "c8", "c9", "e3", "e4", "e6", "e7"], sorted(roots)
+    assert roots["c2"]["absorbed"] == ["e1"] and roots["c2"]["first_idx"] == 1 and roots["c2"]["severity"] == 0
