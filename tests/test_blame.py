@@ -121,3 +121,31 @@ def test_a_gru_with_huge_recurrent_weights_is_float32_drift_on_onnxruntime(tmp_p
     assert j.verdict.results["onnxruntime"].status == "DCF"  # the outputs do differ past the paper's rule
     (f,) = [f for f in j.findings if f.engine == "onnxruntime"]
     assert f.klass == DRIFT_CLASS, f.detail
+
+
+def test_a_convolution_sums_its_kernel_and_channels_and_its_magnitude_uses_the_weights_absolute_value():
+    """Hand triage 8: a 4-channel 5x5 Conv whose output 0.0084 cancels terms summing to ~24 was 'wrong' in MNN by
+    1.3e-5 (0.16%, 1 element of 720): input and output have the same size, so the bound counted one term per output, and the
+    signed weights made the 'magnitude' cancel too. Each output sums 100 products of |w||x| ~ 24: float32 arithmetic.
+    A Conv output off by 0.5% where nothing cancels stays wrong."""
+    from ofuzz.precision import abs_weights, n_terms, within_float32
+
+    rng = np.random.default_rng(8)
+    w = onnx.numpy_helper.from_array(rng.uniform(-1, 1, (4, 4, 5, 5)).astype(np.float32), "W")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "W"], ["y"], pads=[2, 2, 2, 2])], "g",
+                          [helper.make_tensor_value_info("x", F, [1, 4, 20, 9])], [helper.make_tensor_value_info("y", F, [1, 4, 20, 9])], [w])
+    conv = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    x = {"x": rng.uniform(0.9, 1.0, (1, 4, 20, 9)).astype(np.float32)}
+    got = {"y": np.zeros((1, 4, 20, 9), np.float32)}
+    assert n_terms(x, got, conv) == 100 and n_terms(x, got) == 1  # the ratio of sizes alone says 1
+    assert (onnx.numpy_helper.to_array(abs_weights(conv).graph.initializer[0]) >= 0).all()
+    tol = load_tolerances()
+    bound = tol.bound_for("Conv")
+    exact, mag = np.full((1, 4, 20, 9), 24.0), np.full((1, 4, 20, 9), 24.2)
+    exact[0, 0, 0, 0] = 0.0084417  # one cancelling element
+    off = exact.copy()
+    off[0, 0, 0, 0] = 0.0084286  # 1.3e-5 away: 0.16% of the value, 5e-7 of its terms
+    assert within_float32(tol.rule, bound, {"y": off.astype(np.float32)}, {"y": exact}, {"y": mag}, n_terms(x, got, conv))
+    assert not within_float32(tol.rule, bound, {"y": off.astype(np.float32)}, {"y": exact}, {"y": mag}, 1.0)
+    wrong = exact * 1.005  # 0.5% off everywhere, nothing cancels
+    assert not within_float32(tol.rule, bound, {"y": wrong.astype(np.float32)}, {"y": exact}, {"y": mag}, n_terms(x, got, conv))
