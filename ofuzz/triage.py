@@ -27,7 +27,7 @@ import onnx
 
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.isolate import DEFECT
-from ofuzz.judging import BUG, SPLIT, Finding, Judged, Policy, judge_model
+from ofuzz.judging import BUG, SPLIT, UNDEFINED, Finding, Judged, Policy, judge_model
 from ofuzz.localise import pick_voters, value_source
 from ofuzz.oracle import DCF, DCP
 from ofuzz.reduce import Target, reduce_model
@@ -38,6 +38,7 @@ from ofuzz.npz import load_npz
 from ofuzz.runner import EnginePool
 from ofuzz.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.signature import Signature, finding_id
+from ofuzz.undefined_path import undefined_on_the_way
 from ofuzz.witness import without, witnesses
 
 UNCONFIRMED = "unconfirmed"
@@ -157,7 +158,11 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     # what the reduced repro holds, before clustering: no id here (the root cause's id is the clustered key's, in
     # `ofuzz bugs`; an id of this raw key disagreed with it and misled hand triage 6)
     info["root"] = {k: v for k, v in key.to_json().items() if k != "id"}
-    if opinions is not None and second and hit.status in (DCF, "IF") and (out / "expected.npz").is_file():
+    if hit.status == "IF" or (hit.status != DCF and crash_like(key.failure)):  # a refusal to convert seldom depends on values
+        und = undefined_on_the_way(pool, red_model, red_feeds, value_engine, policy.noise)
+        if und is not None:  # it fails on a value the spec does not define (NaN cast to int64, then Mod by -1)
+            info["klass"], info["undefined"], info["class_detail"] = UNDEFINED, und, {"undefined": und}
+    if info.get("klass") != UNDEFINED and opinions is not None and second and hit.status in (DCF, "IF") and (out / "expected.npz").is_file():
         if opinions.agrees(second, red_model, red_feeds, load_npz(out / "expected.npz")):
             info["klass"] = MODE_ONLY
             info["mode_only"] = f"{second} (the same engine as its users run it) runs the reduced repro and matches the expected outputs"

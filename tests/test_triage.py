@@ -544,3 +544,34 @@ def test_a_one_node_refusal_joins_the_one_crash_of_that_operator():
     absorb_refusal_into_crash(roots)
     assert sorted(roots) == ["c2", "c5", "c8", "c9", "e3", "e4", "e6", "e7"], sorted(roots)
     assert roots["c2"]["absorbed"] == ["e1"] and roots["c2"]["first_idx"] == 1 and roots["c2"]["severity"] == 0
+
+
+@pytest.mark.parametrize("x, klass", [(np.nan, "undefined"), (7.0, "bug")])
+def test_a_crash_reached_through_a_spec_undefined_cast_is_undefined_not_a_bug(tmp_path, x, klass):
+    """Hand triage 8: NaN cast to int64 (undefined: INT64_MIN on x86), then Mod(., -1), which MNN and onnxruntime 1.23
+    trap on. The test double crashes on Mod whatever the values: through a NaN cast that crash is `undefined`, through
+    a finite cast it is a bug. (Not reduced here: cut to Mod alone, with INT64_MIN as its input, the repro is defined
+    and the crash a defect; MNN's int64 inputs become int32, which is why its real repros kept the Cast.)"""
+    from ofuzz.signature import finding_id
+    from ofuzz.triage import export
+
+    i64 = onnx.TensorProto.INT64
+    nodes = [helper.make_node("Cast", ["x"], ["c"], name="n0_Cast", to=i64), helper.make_node("Mod", ["c", "d"], ["z"], name="n1_Mod")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [3])], [helper.make_tensor_value_info("z", i64, [3])],
+                          [onnx.numpy_helper.from_array(np.array([-1, -1, -1], np.int64), "d")])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.full(3, x, np.float32)}
+    specs = [double("testdouble", {"Mod": "run:segfault"}), *resolve(["onnxruntime", "reference"])]
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        j = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default())
+        (f,) = [f for f in j.findings if f.engine == "testdouble"]
+        row = {"engine": "testdouble", "status": f.status, "signature": f.signature, "op": f.op, "summary": f.summary,
+               "first_idx": 0, "first_model": path.name, "count": 1}
+        out = tmp_path / "repros" / finding_id(f.signature)
+        export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=0, pool=pool, policy=Policy.default())
+    info = __import__("json").loads((out / "finding.json").read_text())
+    assert info["klass"] == klass, info
+    if klass == "undefined":
+        assert info["undefined"]["rule"] == "cast-nan-to-int" and info["undefined"]["node"] == "n0_Cast"
