@@ -108,6 +108,12 @@ CAPTURED = [
       'encountered when calling layer "tf.nn.convolution_176" (type TFOpLambda).\n\n`strides > 1` not supported in conjunction '
       'with `dilation_rate > 1`. Received: strides=[2 2] and dilation_rate=[2 2]'), "tensorflow-strided-dilated-convolution", "Conv",
      "dilation_rate"),
+    # TensorFlow 2.19 through onnx2tf 1.29.24, LpPool kernel 1x1 strides 2 (ValueError; hand triage 8, rc-28f79054)
+    ("tensorflow-nhwc", 'Exception encountered when calling layer "tf.nn.pool_1" (type TFOpLambda).',
+     ('File "/x/site-packages/onnx2tf/ops/LpPool.py", line 233, in make_node\n    tf.nn.pool(\nValueError: Exception encountered '
+      'when calling layer "tf.nn.pool_1" (type TFOpLambda).\n\n`strides` > `window_shape` not supported due to inconsistency '
+      'between CPU and GPU implementations. Received: strides=[2 2] and window_shape=[1, 1]'), "tensorflow-pool-strides-above-window",
+     "LpPool", "strides"),
     # TensorFlow 2.19 with TF_ENABLE_ONEDNN_OPTS=0, ConvTranspose dilations 2 at run time (hand triage 7, rc-b9f49c1e)
     ("tensorflow", "Exception encountered when calling layer 'tf.nn.conv2d_transpose_2049' (type TFOpLambda).",
      ("tensorflow.python.framework.errors_impl.InvalidArgumentError: Exception encountered when calling layer "
