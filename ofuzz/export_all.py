@@ -85,6 +85,15 @@ def pending_findings(campaign_dir: Path, engines: set[str]) -> tuple[list[dict[s
     return todo, done
 
 
+def export_order(todo: list[dict[str, Any]], capped: bool) -> list[dict[str, Any]]:
+    """Hangs first when every finding will be exported: each holds one pool for three engine timeouts (~5 minutes for an
+    onnx2tf hang), and taken last that is a tail the other pools cannot share (a third of a 10-minute export).  Under a
+    time cap they keep their place: five minutes of one pool on one hang would leave others unexported."""
+    if capped:
+        return list(todo)
+    return sorted(todo, key=lambda f: Signature.parse(f["signature"]).kind != "timeout")
+
+
 def folder_id(f: dict[str, Any]) -> str:
     """repros/<id> for a finding, repros/<id>~k for its k-th further model."""
     return finding_id(f["signature"]) + (f"~{f['variant']}" if f.get("variant") else "")
@@ -100,6 +109,7 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
     already = 0
     if todo is None:
         todo, already = pending_findings(campaign_dir, {s.name for s in specs})
+    todo = export_order(todo, capped=total is not None)
     prog = ExportProgress(total=len(todo), skipped=already)
     if not todo:
         return 0

@@ -243,3 +243,11 @@ def test_a_hang_gets_no_further_model_to_triage_but_an_unnamed_failure_does(tmp_
     todo, _ = pending_findings(tmp_path, {"e", "f"})
     got = sorted((f["signature"], f.get("variant", 0)) for f in todo)
     assert got == sorted([(hang["signature"], 0), (vague["signature"], 0), (vague["signature"], 1)]), got
+
+
+def test_an_uncapped_export_takes_hangs_first_and_a_capped_one_keeps_the_order():
+    from ofuzz.export_all import export_order
+
+    todo = [{"signature": "e|DCF|value|Conv"}, {"signature": "t|MCF|timeout||?|no answer within Ns"}, {"signature": "e|IF|crash|SIGSEGV|?|"}]
+    assert [f["signature"] for f in export_order(todo, capped=False)] == [todo[1]["signature"], todo[0]["signature"], todo[2]["signature"]]
+    assert export_order(todo, capped=True) == todo
