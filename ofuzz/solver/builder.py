@@ -27,7 +27,7 @@ DTYPE_NAMES = {
     "bool": TensorProto.BOOL,
 }
 DTYPE_BY_CODE = {v: k for k, v in DTYPE_NAMES.items()}
-SHAPE_PRESERVING = frozenset({"MeanVarianceNormalization"})
+SHAPE_PRESERVING = frozenset({"MeanVarianceNormalization", "GroupNormalization"})
 NP_DTYPE = {FLOAT: np.float32, INT64: np.int64, INT32: np.int32, BOOL: np.bool_}
 
 
