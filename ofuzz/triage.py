@@ -407,10 +407,11 @@ def absorb_consumers_of_upstream(roots: dict[str, dict[str, Any]]) -> None:
     `upstream` root cause of the same engine and status, plus more, joins it: the consumer fails because of what that
     producer hands it (hand triage 7: onnx2tf's ConstantOfShape layout as `upstream ConstantOfShape` and again as
     ConstantOfShape+GatherElements raising InvalidArgumentError; its Expand defect again in an unreduced 8-node repro).
-    Only when exactly one upstream root cause fits, and never a crash: a crash is a defect wherever it happens."""
+    Only when exactly one upstream root cause fits, and never a crash or a hang: those are defects wherever they happen
+    (an unreduced 16-node onnx2tf hang had joined an `upstream Slice` root cause because its model held a Slice)."""
     def wants(r: dict[str, Any]) -> bool:
         k = r["key"]
-        return k["status"] in ("IF", "MCF") and k["failure"] != UPSTREAM and not crash_like(k["failure"])
+        return k["status"] in ("IF", "MCF") and k["failure"] not in (UPSTREAM, "timeout") and not crash_like(k["failure"])
 
     def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
         ko = o["key"]
@@ -440,7 +441,7 @@ def absorb_refusal_into_crash(roots: dict[str, dict[str, Any]]) -> None:
     def one_op(r: dict[str, Any]) -> bool:
         return r["nodes"] == 1 and len(r["key"]["ops"]) == 1
 
-    _absorb_into_one(roots, lambda r: (r["key"]["status"] in ("IF", "MCF") and r["key"]["failure"] != UPSTREAM
+    _absorb_into_one(roots, lambda r: (r["key"]["status"] in ("IF", "MCF") and r["key"]["failure"] not in (UPSTREAM, "timeout")
                                       and not crash_like(r["key"]["failure"]) and one_op(r)),
                      lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == r["key"]["status"]
                                    and crash_like(o["key"]["failure"]) and one_op(o) and o["key"]["ops"] == r["key"]["ops"]))

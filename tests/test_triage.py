@@ -504,9 +504,10 @@ def test_a_consumers_failure_joins_the_one_upstream_root_cause_its_repro_holds()
     roots = {r["id"]: r for r in [root("u1", "upstream", ["ConstantOfShape"]), root("u2", "upstream", ["Expand"]),
                                   root("c3", "exception:InvalidArgumentError", ["ConstantOfShape", "GatherElements"]),
                                   root("c4", "exception:InvalidArgumentError", [], held=["ConstantOfShape", "Expand", "Mul"]),
-                                  root("c5", "crash", ["ConstantOfShape", "Pad"]), root("c6", "exception:ValueError", ["Conv"])]}
+                                  root("c5", "crash", ["ConstantOfShape", "Pad"]), root("c6", "exception:ValueError", ["Conv"]),
+                                  root("h7", "timeout", [], held=["ConstantOfShape", "Tile", "Exp"])]}
     absorb_consumers_of_upstream(roots)
-    assert sorted(roots) == ["c4", "c5", "c6", "u1", "u2"] and roots["u1"]["absorbed"] == ["c3"] and roots["u1"]["occurrences"] == 2
+    assert sorted(roots) == ["c4", "c5", "c6", "h7", "u1", "u2"] and roots["u1"]["absorbed"] == ["c3"] and roots["u1"]["occurrences"] == 2
 
 
 def test_an_upstream_failure_joins_the_wrong_shape_of_its_producer():
