@@ -136,6 +136,14 @@ def test_engine_variants_vote_as_one_family():
     # only two independent implementations and no reference: nobody can be blamed
     maj, split = triangulate({"onnxruntime": _outs(1), "mnn": _outs(2), "mnn-arm:n1": _outs(2)}, ["y"], fams)
     assert split
+    # TensorFlow and TFLite run one onnx2tf conversion: agreeing on its wrong MaxPool they must not outvote onnxruntime
+    # (the conformance sweep's test_maxpool_2d_same_lower, the reference excluded by a reference gap)
+    assert fams["tflite"] == fams["tensorflow"] == fams["tensorflow-nhwc"]
+    maj, split = triangulate({"onnxruntime": _outs(1), "tensorflow": _outs(2), "tflite": _outs(2)}, ["y"], fams)
+    assert split and maj == []
+    # a TFLite kernel's own wrong value is still outvoted by TensorFlow, onnxruntime and the reference
+    maj, split = triangulate({"onnxruntime": _outs(1), "reference": _outs(1), "tensorflow": _outs(1), "tflite": _outs(2)}, ["y"], fams)
+    assert maj == ["onnxruntime", "reference", "tensorflow"] and not split
 
 
 def test_reference_breaks_a_tie_only_between_cliques_of_two_families():
