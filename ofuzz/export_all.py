@@ -71,8 +71,7 @@ def pending_findings(campaign_dir: Path, engines: set[str]) -> tuple[list[dict[s
     store = Store(campaign_dir)
     rows = store.findings()
     extra = {f["signature"]: store.occurrence_models(f["signature"], EXTRA_MODELS + 1)[1:]
-             for f in rows if f["status"] in ("IF", "MCF") and f["count"] > 1 and Signature.parse(f["signature"]).op == "?"
-             and Signature.parse(f["signature"]).kind != "timeout"}
+             for f in rows if f["status"] in ("IF", "MCF") and f["count"] > 1 and _unnamed_non_hang(Signature.parse(f["signature"]))}
     store.close()
     todo, done = [], 0
     for f in rows:
@@ -83,6 +82,10 @@ def pending_findings(campaign_dir: Path, engines: set[str]) -> tuple[list[dict[s
             elif all(e in engines for e in v["engine"].split("+")) and (campaign_dir / "models" / f"{v['first_model']}.onnx").is_file():
                 todo.append(v)
     return todo, done
+
+
+def _unnamed_non_hang(sig: Signature) -> bool:
+    return sig.op == "?" and sig.kind != "timeout"
 
 
 def export_order(todo: list[dict[str, Any]], capped: bool) -> list[dict[str, Any]]:

@@ -194,3 +194,8 @@ def omitted_input_key(key: RootKey, message: str, node: onnx.NodeProto | None, o
 def crash_like(failure: str) -> bool:
     head, _, etype = failure.partition(":")
     return head in ("crash", "exit", "oom") or etype.endswith("Crash")
+
+
+def crash_or_hang(failure: str) -> bool:
+    """A failure that is a defect wherever it happens: never merged into another root cause as a mere symptom."""
+    return failure == "timeout" or crash_like(failure)

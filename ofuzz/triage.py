@@ -32,7 +32,7 @@ from ofuzz.localise import pick_voters, value_source
 from ofuzz.oracle import DCF, DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
-from ofuzz.rootcause import (UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of, key_of, omitted_input_key,
+from ofuzz.rootcause import (UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, crash_or_hang, failure_of, key_of, omitted_input_key,
                              upstream_of)
 from ofuzz.npz import load_npz
 from ofuzz.runner import EnginePool
@@ -411,7 +411,7 @@ def absorb_consumers_of_upstream(roots: dict[str, dict[str, Any]]) -> None:
     (an unreduced 16-node onnx2tf hang had joined an `upstream Slice` root cause because its model held a Slice)."""
     def wants(r: dict[str, Any]) -> bool:
         k = r["key"]
-        return k["status"] in ("IF", "MCF") and k["failure"] not in (UPSTREAM, "timeout") and not crash_like(k["failure"])
+        return k["status"] in ("IF", "MCF") and k["failure"] != UPSTREAM and not crash_or_hang(k["failure"])
 
     def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
         ko = o["key"]
@@ -441,7 +441,7 @@ def absorb_refusal_into_crash(roots: dict[str, dict[str, Any]]) -> None:
     def one_op(r: dict[str, Any]) -> bool:
         return r["nodes"] == 1 and len(r["key"]["ops"]) == 1
 
-    _absorb_into_one(roots, lambda r: (r["key"]["status"] in ("IF", "MCF") and r["key"]["failure"] not in (UPSTREAM, "timeout")
-                                      and not crash_like(r["key"]["failure"]) and one_op(r)),
+    _absorb_into_one(roots, lambda r: (r["key"]["status"] in ("IF", "MCF") and r["key"]["failure"] != UPSTREAM
+                                      and not crash_or_hang(r["key"]["failure"]) and one_op(r)),
                      lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == r["key"]["status"]
                                    and crash_like(o["key"]["failure"]) and one_op(o) and o["key"]["ops"] == r["key"]["ops"]))
