@@ -66,8 +66,8 @@ def pending_findings(campaign_dir: Path, engines: set[str]) -> tuple[list[dict[s
     the signature names the failing operator (the engine named the node, or its message names it):
     then a further model fails in the same operator the same way (a third of the TensorFlow triage
     time went to such variants).  Nor for a hang: hangs are not reduced, so a further model shows no
-    operators, and its triage costs three engine timeouts (re-run, users' mode, repro check: 5 of the
-    11 minutes of a 20-minute campaign's export went to one onnx2tf hang and its variant)."""
+    operators, and its triage costs engine timeouts (re-run and repro check; a users'-mode re-run too,
+    before: 5 of the 11 minutes of a 20-minute campaign's export went to one onnx2tf hang and its variant)."""
     store = Store(campaign_dir)
     rows = store.findings()
     extra = {f["signature"]: store.occurrence_models(f["signature"], EXTRA_MODELS + 1)[1:]
@@ -89,8 +89,8 @@ def _unnamed_non_hang(sig: Signature) -> bool:
 
 
 def export_order(todo: list[dict[str, Any]], capped: bool) -> list[dict[str, Any]]:
-    """Hangs first when every finding will be exported: each holds one pool for three engine timeouts (~5 minutes for an
-    onnx2tf hang), and taken last that is a tail the other pools cannot share (a third of a 10-minute export).  Under a
+    """Hangs first when every finding will be exported: each holds one pool for its engine timeouts (the re-run, then
+    repro.py waiting twice as long: ~4 minutes for an onnx2tf hang), and taken last that is a tail the other pools cannot share (a third of a 10-minute export).  Under a
     time cap they keep their place: five minutes of one pool on one hang would leave others unexported."""
     if capped:
         return list(todo)

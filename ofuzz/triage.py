@@ -100,7 +100,10 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     if hit.klass != BUG:
         return _record(out, base)
     second = spec_by_name[engine].second_opinion if engine in spec_by_name else ""
-    moved = _in_users_mode(opinions, second, pool, engine, model, out / "original.onnx", inputs, hit, policy) if hit.status == "MCF" else None
+    # a hang is a defect in whichever mode it happens, and judging it in the other mode would cost a second engine timeout
+    hang = getattr(judged.verdict.results[engine].outcome, "kind", "") == "timeout"
+    moved = (_in_users_mode(opinions, second, pool, engine, model, out / "original.onnx", inputs, hit, policy)
+             if hit.status == "MCF" and not hang else None)
     if moved is not None:  # reduced, exported and keyed on the mode its users run (see second_opinion.py)
         pool, judged, hit = moved
         spec_by_name = {**spec_by_name, second: opinions.specs[second]}  # type: ignore[union-attr]
@@ -133,7 +136,7 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     reduction: dict[str, Any] = {"nodes_before": len(model.graph.node), "nodes_after": len(start_model.graph.node), "seconds": 0.0, "checks": 0}
     red_model, red_feeds, red_judged = start_model, start_feeds, None
     outcome = judged.verdict.results[engine].outcome
-    if getattr(outcome, "kind", "") == "timeout":
+    if hang:
         budget = 0  # every check of a hang costs the engine's whole timeout: keep the model as found
         reduction["note"] = "hangs are not reduced (each check would cost the engine's timeout)"
         base["hang_after"] = round(2 * max(outcome.time, 1.0), 1)  # repro.py waits twice what the campaign waited
@@ -287,6 +290,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
             key = RootKey(key.engine, FAMILY, fam.name, fam.ops, (), (), "")
         key_of_fid[fid] = key
         rc = roots.setdefault(key.id(), {"id": key.id(), "key": key.to_json(), "severity": severity, "engine": key.engine,
+                                         "converted_as": rep.get("campaign_engine", key.engine),
                                          "signatures": [], "findings": [], "occurrences": 0, "first_idx": None, "first_model": None,
                                          "repro": None, "nodes": None, "held": set()})
         rc["severity"] = min(rc["severity"], severity)  # a family is as bad as its worst member
@@ -425,10 +429,19 @@ def absorb_upstream_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> None:
     """A failure keyed `upstream X` (its consumer runs fine alone, so X hands it something bad) joins the engine's one
     root cause `DCF shape` in X alone: a wrong output shape is exactly what makes consumers fail (hand triage 7: MNN
     ignoring MaxPool's dilations came back as `DCF shape MaxPool` and as `IF upstream MaxPool`, whose consumer failed
-    on the 6x8 output). A wrong value or dtype does not make a consumer fail, so only shape."""
+    on the 6x8 output). A wrong value or dtype does not make a consumer fail, so only shape.
+
+    Across the modes of one converter too: a conversion failure moved to the mode users run (`tensorflow-nhwc`,
+    `converted_as` the campaign's `tensorflow`) is the same converter's handler (hand triage 8: onnx2tf's Shape
+    ignoring a lone `start` was `DCF shape Shape` in keep-shape mode and `MCF upstream Shape` in the default one)."""
     _absorb_into_one(roots, lambda r: r["key"]["failure"] == UPSTREAM and len(r["key"]["ops"]) == 1,
-                     lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == "DCF" and o["key"]["failure"] == "shape"
+                     lambda r, o: (_converter(o) == _converter(r) and o["key"]["status"] == "DCF" and o["key"]["failure"] == "shape"
                                    and o["key"]["ops"] == r["key"]["ops"]))
+
+
+def _converter(root: dict[str, Any]) -> str:
+    """The engine whose conversion a root cause shows: the campaign's engine of a failure moved to its users' mode."""
+    return str(root.get("converted_as") or root["engine"])
 
 
 

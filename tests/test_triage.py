@@ -353,6 +353,34 @@ def test_a_failure_of_both_modes_is_reduced_on_the_users_mode_alone(tmp_path):
     assert got == {"alone": ("testdouble", "bug", ["Abs", "Neg"]), "users' mode": ("other", "bug", ["Neg"])}, got
 
 
+def test_a_hang_is_not_judged_again_in_the_users_mode(tmp_path):
+    """A conversion that hangs is a defect in whichever mode it happens: judging it in the mode users run too cost a
+    second engine timeout per hang (an onnx2tf hang held an export pool for three timeouts). The hang stays on the
+    campaign's engine although the second opinion would hang the same way."""
+    from ofuzz.second_opinion import SecondOpinions
+    from ofuzz.triage import triage_finding
+
+    kat = dataclasses.replace(double("testdouble", {"Neg": "prepare:hang"}), second_opinion="other", timeout=2)
+    specs = [kat, *resolve(["onnxruntime", "reference"])]
+    path = tmp_path / "m.onnx"
+    g = helper.make_graph([helper.make_node("Neg", ["x"], ["y"], name="n0_Neg")], "g", [helper.make_tensor_value_info("x", F, [2, 3])],
+                          [helper.make_tensor_value_info("y", F, [2, 3])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.ones((2, 3), np.float32)}
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        (f,) = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).findings
+        assert f.status == "MCF" and "timeout" in f.signature
+        row = {"engine": "testdouble", "status": "MCF", "signature": f.signature, "op": f.op, "summary": f.summary, "first_idx": 0,
+               "first_model": "m", "count": 1}
+        opinions = SecondOpinions({"other": dataclasses.replace(double("other", {"Neg": "prepare:hang"}), timeout=2)}, tmp_path / "op")
+        try:
+            info = triage_finding(pool, {s.name: s for s in specs}, row, path, feeds, tmp_path / "out", 60, Policy.default(), opinions=opinions)
+        finally:
+            opinions.close()
+    assert (info["engine"], info["klass"]) == ("testdouble", "bug") and "campaign_engine" not in info, info
+
+
 def test_a_crash_repro_says_reproduced_instead_of_dying(tmp_path):
     """The engine runs in a child process of repro.py, so a segfault is reported (REPRODUCED, the signal, exit 1)
     rather than repro.py itself dying by the signal with nothing said (hand triage 6: two crash repros exited 139/134)."""
@@ -523,6 +551,24 @@ def test_an_upstream_failure_joins_the_wrong_shape_of_its_producer():
                                   root("v3", "DCF", "value", ["Conv"]), root("u4", "IF", "upstream", ["Conv"])]}
     absorb_upstream_into_wrong_shape(roots)
     assert sorted(roots) == ["s1", "u4", "v3"] and roots["s1"]["absorbed"] == ["u2"] and roots["s1"]["first_idx"] == 1
+
+
+def test_an_upstream_failure_in_the_users_mode_joins_the_wrong_shape_of_the_other_mode():
+    """onnx2tf's Shape ignoring a lone `start` (hand triage 8): `DCF shape Shape` in keep-shape mode, and a conversion
+    failure moved to the default mode (`tensorflow-nhwc`, converted as `tensorflow`) keyed `upstream Shape`: one handler,
+    one root cause. Another converter's upstream Shape is not taken."""
+    from ofuzz.triage import absorb_upstream_into_wrong_shape
+
+    def root(rid, engine, status, failure, ops, converted_as=None):
+        r = {"id": rid, "engine": engine, "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops),
+             "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid}
+        return {**r, "converted_as": converted_as} if converted_as else r
+
+    roots = {r["id"]: r for r in [root("s1", "tensorflow", "DCF", "shape", ["Shape"]),
+                                  root("u2", "tensorflow-nhwc", "MCF", "upstream", ["Shape"], converted_as="tensorflow"),
+                                  root("u3", "mnn", "IF", "upstream", ["Shape"])]}
+    absorb_upstream_into_wrong_shape(roots)
+    assert sorted(roots) == ["s1", "u3"] and roots["s1"]["absorbed"] == ["u2"]
 
 
 def test_a_one_node_refusal_joins_the_one_crash_of_that_operator():
