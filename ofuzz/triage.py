@@ -315,6 +315,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
     absorb_consumers_of_upstream(roots)
     absorb_upstream_into_wrong_shape(roots)
     absorb_refusal_into_crash(roots)
+    absorb_wrong_values_into_wrong_shape(roots)
     for rc in roots.values():
         rc["held"] = sorted(rc["held"])
     ranked = sorted(roots.values(), key=lambda r: (r["severity"], r["engine"], -r["occurrences"], r["id"]))
@@ -458,3 +459,14 @@ def absorb_refusal_into_crash(roots: dict[str, dict[str, Any]]) -> None:
                                       and not crash_or_hang(r["key"]["failure"]) and one_op(r)),
                      lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == r["key"]["status"]
                                    and crash_like(o["key"]["failure"]) and one_op(o) and o["key"]["ops"] == r["key"]["ops"]))
+
+
+def absorb_wrong_values_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> None:
+    """A one-operator `DCF value` root cause joins the engine's one `DCF shape` root cause in that operator with the same
+    attributes: an operator that selects the wrong elements gives a wrong shape or only wrong values depending on the
+    case (hand triage 8: onnx2tf's Slice begin_mask with a negative step returned the whole axis — `shape` — or index 1
+    instead of 0 — `value`). Different modes or attributes keep them apart (MNN's Resize: output size vs align_corners),
+    and with two shape root causes to choose from nothing tells which."""
+    _absorb_into_one(roots, lambda r: r["key"]["status"] == "DCF" and r["key"]["failure"] == "value" and len(r["key"]["ops"]) == 1,
+                     lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == "DCF" and o["key"]["failure"] == "shape"
+                                   and o["key"]["ops"] == r["key"]["ops"] and list(o["key"].get("attrs", [])) == list(r["key"].get("attrs", []))))

@@ -571,6 +571,23 @@ def test_an_upstream_failure_in_the_users_mode_joins_the_wrong_shape_of_the_othe
     assert sorted(roots) == ["s1", "u3"] and roots["s1"]["absorbed"] == ["u2"]
 
 
+def test_a_wrong_value_joins_the_wrong_shape_of_the_same_operator_and_attributes():
+    """onnx2tf's Slice begin_mask with a negative step (hand triage 8): `DCF shape Slice` and `DCF value Slice`, one
+    defect. Other attributes, another engine, or a NaN category keep them apart."""
+    from ofuzz.triage import absorb_wrong_values_into_wrong_shape
+
+    def root(rid, failure, ops, attrs=(), engine="tensorflow"):
+        return {"id": rid, "engine": engine, "key": {"status": "DCF", "failure": failure, "ops": ops, "attrs": list(attrs)}, "held": set(ops),
+                "severity": 1 if failure == "shape" else 2, "signatures": [rid], "findings": [rid], "occurrences": 1,
+                "first_idx": int(rid[-1]), "first_model": rid}
+
+    roots = {r["id"]: r for r in [root("s1", "shape", ["Slice"]), root("v2", "value", ["Slice"]), root("n3", "nan", ["Slice"]),
+                                  root("s4", "shape", ["Resize"], ["Resize.mode=linear"]), root("v5", "value", ["Resize"], ["Resize.mode=cubic"]),
+                                  root("v6", "value", ["Slice"], engine="mnn")]}
+    absorb_wrong_values_into_wrong_shape(roots)
+    assert sorted(roots) == ["n3", "s1", "s4", "v5", "v6"] and roots["s1"]["absorbed"] == ["v2"] and roots["s1"]["severity"] == 1
+
+
 def test_a_one_node_refusal_joins_the_one_crash_of_that_operator():
     """MNN's 2-input Mean: "Create execution error" on equal shapes, SIGSEGV when they broadcast (hand triages 7 and 8):
     one lowering, one root cause, kept as the crash. Not across stages, not with two crashes to choose from, not for a
