@@ -559,11 +559,11 @@ class Family:
     why: str
     min_inputs: int = 0  # only nodes with at least this many inputs (N-ary forms)
     source: str = ""
-    failures: tuple[str, ...] = ()  # only these failure classes (value, inf, crash, ...); empty: any
+    failures: tuple[str, ...] = ()  # only these failure classes (value, inf, crash, exception:ValueError ...); empty: any
 
     def holds(self, engine: str, op: str, n_inputs: int, failure: str = "") -> bool:
         return (op in self.ops and n_inputs >= self.min_inputs and engine_matches(engine, self.engines)
-                and (not self.failures or failure.split(":")[0] in self.failures))
+                and (not self.failures or failure in self.failures or failure.split(":")[0] in self.failures))
 
 
 @dataclass(frozen=True)
@@ -843,14 +843,16 @@ def _entry(section: str, raw: Any, file: str, n: int, earlier: list) -> Unsuppor
 
 def _family(raw: dict, file: str) -> Family:
     ops = [_known_op(o) for o in _strings(raw, "ops")]
-    if len(ops) < 2:
-        raise _Bad(f"a family needs at least two operators, got {ops}", "list every operator the engine implements with that code path")
     n = raw.get("min_inputs", 0)
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise _Bad(f"min_inputs must be a non-negative integer, got {n!r}", "write min_inputs: 3 (or leave it out)")
     failures = _strings(raw, "failures", required=False)
-    if set(failures) - set(FAILURES):
-        raise _Bad(f"unknown failure class(es) {sorted(set(failures) - set(FAILURES))}", f"use {', '.join(FAILURES)}")
+    unknown = sorted(f for f in failures if f.split(":")[0] not in FAILURES)  # a class, or class:Type (exception:ValueError)
+    if unknown:
+        raise _Bad(f"unknown failure class(es) {unknown}", f"use {', '.join(FAILURES)}, or one with its type (exception:ValueError)")
+    if len(ops) < 2 and len(failures) < 2:  # one operator: one code path failing in several ways (a shape and an exception)
+        raise _Bad(f"a family needs two operators, or one operator and two failure classes; got ops {ops}, failures {failures}",
+                   "list every operator the engine implements with that code path, or the failure classes one defect shows")
     return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file, tuple(failures))
 
 

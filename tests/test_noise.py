@@ -376,7 +376,11 @@ BAD_FILES = [
     ("yaml syntax", "unsupported:\n  - name: bad13\n    engines: [mnn\n    patterns: ['x']\n",
      "entry 0 (top level): YAML syntax error at line"),
     ("unknown section", "unsupported: []\nundefind: []\n", "unknown section(s) ['undefind']"),
-    ("family of one", "families:\n  - name: bad14\n    engines: [mnn]\n    ops: [Sum]\n    why: w\n", "at least two operators"),
+    ("family of one", "families:\n  - name: bad14\n    engines: [mnn]\n    ops: [Sum]\n    why: w\n", "two operators, or one operator and two failure"),
+    ("family of one, one failure", "families:\n  - name: bad14b\n    engines: [mnn]\n    ops: [Sum]\n    why: w\n    failures: [value]\n",
+     "two operators, or one operator and two failure"),
+    ("family failure type", "families:\n  - name: bad14c\n    engines: [mnn]\n    ops: [Sum, Max]\n    why: w\n    failures: [\"raise:Oops\"]\n",
+     "unknown failure class"),
     ("family min_inputs", "families:\n  - name: bad15\n    engines: [mnn]\n    ops: [Sum, Max]\n    why: w\n    min_inputs: many\n",
      "min_inputs must be a non-negative integer"),
     ("family failures", "families:\n  - name: bad16\n    engines: [mnn]\n    ops: [Exp, Softplus]\n    why: w\n    failures: [values]\n",
@@ -472,6 +476,14 @@ def test_families_name_one_code_path_per_engine(nc):
     # a family can be limited to failure classes: MNN's Exp clamp gives wrong values and Infs, not crashes
     assert nc.family("mnn", "Softplus", 1, "value").name == nc.family("mnn@3.5.0", "Exp", 1, "inf").name == "mnn-exp-kernel"
     assert nc.family("mnn", "Exp", 1, "crash") is None and nc.family("mnn", "LpPool", 1, "value").name == "mnn-avgpool-divisor"
+    # one operator, the ways one defect of it shows: the reference's MaxPool pads order raises ValueError or RuntimeError
+    # (hand triage 9); its ceil_mode shape defect, a TypeError or another engine stay apart
+    pads = nc.family("reference", "MaxPool", 1, "exception:ValueError")
+    assert pads is not None and pads == nc.family("reference", "MaxPool", 1, "exception:RuntimeError")
+    assert nc.family("reference", "MaxPool", 1, "shape") is None and nc.family("reference", "MaxPool", 1, "exception:TypeError") is None
+    assert nc.family("onnxruntime", "MaxPool", 1, "exception:ValueError") is None
+    assert nc.family("mnn", "Equal", 2, "value") == nc.family("mnn", "Less", 2, "value") != None  # noqa: E711
+    assert nc.family("mnn", "GatherND", 2, "value") == nc.family("mnn", "GatherElements", 2, "value") != None  # noqa: E711
 
 
 def test_mvn_of_a_constant_tensor_is_undefined(nc):
