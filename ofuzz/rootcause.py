@@ -143,17 +143,22 @@ def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None
     # bad_alloc after different lines, or a ConverterCrash its adapter reports): the crash and where it happens are
     # the key, not how it looked this time
     failure, message = ("crash", "") if crash else (key.failure, first_sentence(message))
+    layerless = _KERAS_LAYER.sub(r"\1", message).strip()  # where the key names the operator, the layer it failed in adds nothing
     if failed_op:  # a crash's modes vary like its signal (MNN's LSTM converter crash: forward and reverse)
         modes = () if crash else tuple(a for a in key.attrs if "=" in a and a.startswith(f"{failed_op}."))
-        return RootKey(key.engine, key.status, failure, (failed_op,), modes, (), message)
+        return RootKey(key.engine, key.status, failure, (failed_op,), modes, (), layerless)
     if crash:
         return RootKey(key.engine, key.status, failure, key.ops if nodes <= WELL_REDUCED else (), (), (), "")
     if nodes > WELL_REDUCED:
         return RootKey(key.engine, key.status, failure, (), (), (), message)
-    return RootKey(key.engine, key.status, failure, key.ops, tuple(a for a in key.attrs if "=" in a), (), message)
+    return RootKey(key.engine, key.status, failure, key.ops, tuple(a for a in key.attrs if "=" in a), (), layerless)
 
 
 _SENTENCE_END = re.compile(r"\.\s+(?=[A-Z])")
+# Keras wraps an error inside a converted TF op as 'Exception encountered when calling layer "tf.math.minimum" (type
+# TFOpLambda).': the layer is whichever TF call the handler's branch made, not the defect (hand triage 9: onnx2tf's
+# IsInf builds a bool zero tensor and fails in tf.math.maximum or tf.math.minimum depending on detect_negative)
+_KERAS_LAYER = re.compile(r'(calling layer )"[^"]*" ?')
 
 
 def first_sentence(message: str, at_least: int = 20) -> str:

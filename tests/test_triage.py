@@ -15,7 +15,7 @@ from ofuzz.engines.registry import resolve
 from ofuzz.judging import UNSUPPORTED, Policy, judge_model
 from ofuzz.known import KnownBugs, KnownError
 from ofuzz.reduce import Target, reduce_model
-from ofuzz.rootcause import RootKey, key_of, value_traits
+from ofuzz.rootcause import RootKey, coarsen, key_of, value_traits
 from ofuzz.runner import EnginePool
 from ofuzz.store import Store
 
@@ -146,7 +146,7 @@ def test_an_unreduced_failure_is_keyed_by_its_message_not_its_bystander_operator
     assert coarsen(a, 5, msg) == coarsen(b, 4, msg) and coarsen(a, 5, msg).message == msg
     small = RootKey("tensorflow", "MCF", "exception:ValueError", ("ArgMin",), ("ArgMin.keepdims", "ArgMin.select_last_index"), ())
     kept = coarsen(small, 1, msg)  # a well-reduced repro keeps its operators and message; numeric attributes go
-    assert kept.ops == ("ArgMin",) and kept.message == msg and kept.attrs == ()
+    assert kept.ops == ("ArgMin",) and kept.message == "Exception encountered when calling layer" and kept.attrs == ()  # not the layer
     assert kept == coarsen(RootKey("tensorflow", "MCF", "exception:ValueError", ("ArgMin",), ("ArgMin.select_last_index",), ()), 1, msg)
     mode = RootKey("tensorflow", "MCF", "exception:SystemExit", ("GridSample",), ("GridSample.mode=bicubic",), ())
     assert coarsen(mode, 1, "").attrs == ("GridSample.mode=bicubic",)  # a string mode is often the point
@@ -518,6 +518,19 @@ def test_a_failure_message_keys_by_its_first_sentence():
     a, b = coarsen(k, 1, msg + "ListWrapper([InputSpe", "LSTM"), coarsen(k, 2, msg + "ListWrapper([]); howe", "LSTM")
     assert a == b and a.message.endswith("`cell.state_size`")
     assert coarsen(k, 1, "Scale and Zero-point must be a scalar", "LSTM").message == "Scale and Zero-point must be a scalar"
+
+
+def test_the_keras_layer_a_handler_failed_in_is_not_part_of_the_key():
+    """onnx2tf's IsInf builds a bool zero tensor and fails in tf.math.maximum or tf.math.minimum depending on
+    detect_negative (hand triage 9: two root causes of one line). The layer leaves the key; the error's type and the
+    operator stay."""
+    k = RootKey("tensorflow-nhwc", "MCF", "exception:TypeError", ("IsInf",), (), (), "")
+    wrap = 'Exception encountered when calling layer "{}" (type TFOpLambda).'
+    a, b = coarsen(k, 1, wrap.format("tf.math.maximum"), "IsInf"), coarsen(k, 1, wrap.format("tf.math.minimum"), "IsInf")
+    assert a == b and a.message == "Exception encountered when calling layer (type TFOpLambda)."
+    assert coarsen(k, 1, wrap.format("tf.math.maximum"), "Mean") != a
+    unreduced = RootKey("tensorflow-nhwc", "MCF", "exception:TypeError", ("Abs", "IsInf", "Pad", "Slice"), (), ())
+    assert coarsen(unreduced, 4, wrap.format("tf.math.maximum")) != coarsen(unreduced, 4, wrap.format("tf.math.minimum"))  # nothing else left
 
 
 def test_a_consumers_failure_joins_the_one_upstream_root_cause_its_repro_holds():
