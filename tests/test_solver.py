@@ -68,3 +68,29 @@ def test_builder_shapes_match_onnx_inference():
     graph = helper.make_graph([n.proto for n in b.nodes], "g", [helper.make_tensor_value_info(x.name, 1, x.shape)],
                               [helper.make_tensor_value_info(y.name, 1, y.shape)], b.initializers)
     onnx.checker.check_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), full_check=True)
+
+
+@pytest.mark.parametrize("omit", [0, 1])
+def test_spatial_attributes_at_their_defaults_can_be_left_out(omit):
+    """MNN's pools crash (SIGFPE) when `strides` is absent (hand triage 9): the generator wrote every attribute, so an
+    engine that mishandles a spec default was never tested. With omit_defaults, strides 1, dilations 1 and pads 0 are
+    left out; others stay; and the model is still the same computation (onnxruntime gives the same result)."""
+    import onnxruntime as ort
+
+    from ofuzz.solver.rules_spatial import _spatial
+
+    b = Builder(np.random.default_rng(0), ValuePolicy(), 17, 1 << 20)
+    x = b.add_input((1, 2, 6, 6))
+    p = {"kernel": 3, "stride": 1, "dilation": 1, "pad_mode": "valid", "omit_defaults": omit}
+    attrs = _spatial(b, x, p, pool=True)
+    assert ("strides" in attrs, "dilations" in attrs, "pads" in attrs) == ((False,) * 3 if omit else (True,) * 3), attrs
+    assert _spatial(b, x, {**p, "stride": 2}, pool=True).get("strides") == [2, 2]  # not a default: kept
+    feeds = {"x": np.random.default_rng(1).standard_normal((1, 2, 6, 6)).astype(np.float32)}
+    outs = []
+    for a in (attrs, {"kernel_shape": [3, 3], "strides": [1, 1], "dilations": [1, 1], "pads": [0, 0, 0, 0]}):
+        g = helper.make_graph([helper.make_node("MaxPool", ["x"], ["y"], **a)], "g",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 6, 6])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        outs.append(ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0])
+    np.testing.assert_array_equal(outs[0], outs[1])

@@ -67,10 +67,14 @@ def _spatial(b: Builder, x: T, p: Params, pool: bool) -> dict[str, Any]:
         attrs["auto_pad"] = auto_pad
         if auto_pad == "VALID" and any(x.shape[2 + i] < ds[i] * (ks[i] - 1) + 1 for i in range(n_sp)):
             raise SolverError("VALID window larger than input")
+    if p.get("omit_defaults"):  # left out when they equal the spec's defaults: engines must supply them (MNN's pools
+        # divide by a missing stride: hand triage 9; the generator always wrote them, so that was never found)
+        defaults = {"strides": [1] * n_sp, "dilations": [1] * n_sp, "pads": [0] * (2 * n_sp)}
+        attrs = {k: v for k, v in attrs.items() if defaults.get(k) != v}
     return attrs
 
 
-@rule("conv", reads=("auto_pad", "bias", "dilation", "group", "kernel", "kernel_rect", "multiplier", "out_channels", "pad_mode", "stride"))
+@rule("conv", reads=("auto_pad", "bias", "dilation", "group", "kernel", "kernel_rect", "multiplier", "omit_defaults", "out_channels", "pad_mode", "stride"))
 def conv(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Conv in its group modes: 1, depthwise (group = C) and a divisor of C."""
     x = _fit_budget(b, ins[0], int(p.get("out_channels", 8)) * int(p.get("multiplier", 1)))
@@ -135,7 +139,8 @@ def conv_transpose(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     return b.op("ConvTranspose", args, **attrs)
 
 
-@rule("pool", reads=("auto_pad", "ceil_mode", "count_include_pad", "dilation", "kernel", "kernel_rect", "p", "pad_mode", "storage_order", "stride", "with_indices"))
+@rule("pool", reads=("auto_pad", "ceil_mode", "count_include_pad", "dilation", "kernel", "kernel_rect", "omit_defaults", "p", "pad_mode", "storage_order",
+                     "stride", "with_indices"))
 def pool(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """MaxPool/AveragePool/LpPool with ceil_mode, count_include_pad, dilations, Indices."""
     x = ins[0]
@@ -161,7 +166,7 @@ def _last_window_outside(x: T, attrs: dict[str, Any]) -> bool:
     n_sp = x.rank - 2
     pads = attrs.get("pads", [0] * (2 * n_sp))
     for i in range(n_sp):
-        k, s = attrs["kernel_shape"][i], attrs["strides"][i]
+        k, s = attrs["kernel_shape"][i], attrs.get("strides", [1] * n_sp)[i]
         d = attrs.get("dilations", [1] * n_sp)[i]
         span = x.shape[2 + i] + pads[i] + pads[i + n_sp] - d * (k - 1) - 1
         out = -(-span // s) + 1
