@@ -158,7 +158,7 @@ _SENTENCE_END = re.compile(r"\.\s+(?=[A-Z])")
 # Keras wraps an error inside a converted TF op as 'Exception encountered when calling layer "tf.math.minimum" (type
 # TFOpLambda).': the layer is whichever TF call the handler's branch made, not the defect (hand triage 9: onnx2tf's
 # IsInf builds a bool zero tensor and fails in tf.math.maximum or tf.math.minimum depending on detect_negative)
-_KERAS_LAYER = re.compile(r'(calling layer )"[^"]*" ?')
+_KERAS_LAYER = re.compile(r'(calling layer )["\'][^"\']*["\'] ?')
 
 
 def first_sentence(message: str, at_least: int = 20) -> str:

@@ -119,6 +119,10 @@ CAPTURED = [
      ("tensorflow.python.framework.errors_impl.InvalidArgumentError: Exception encountered when calling layer "
       "'tf.nn.conv2d_transpose_2049' (type TFOpLambda).\n\nCurrent CPU implementations do not yet support dilation rates larger "
       "than 1. [Op:Conv2DBackpropInput]"), "tensorflow-cpu-kernel-dilation", "ConvTranspose", "dilation"),
+    # TensorFlow 2.19 through onnx2tf 1.29.24, Pad mode=edge on a rank-6 tensor at run time (UnimplementedError; hand triage 9)
+    ("tensorflow", "{{function_node __wrapped__MirrorPad_device_/job:localhost/replica:0/task:0/device:CPU:0}} inputs rank not in",
+     ("{{function_node __wrapped__MirrorPad_device_/job:localhost/replica:0/task:0/device:CPU:0}} inputs rank not in [0,5]: 6 "
+      "[Op:MirrorPad] name: n10_Pad"), "tensorflow-mirrorpad-rank", "Pad", "mode"),
 ]
 
 # Failures that are bugs or something else, never a capability gap (also real messages, same versions).

@@ -529,6 +529,7 @@ def test_the_keras_layer_a_handler_failed_in_is_not_part_of_the_key():
     a, b = coarsen(k, 1, wrap.format("tf.math.maximum"), "IsInf"), coarsen(k, 1, wrap.format("tf.math.minimum"), "IsInf")
     assert a == b and a.message == "Exception encountered when calling layer (type TFOpLambda)."
     assert coarsen(k, 1, wrap.format("tf.math.maximum"), "Mean") != a
+    assert coarsen(k, 1, wrap.format("tf.math.maximum").replace('"', "'"), "IsInf") == a  # Keras quotes either way
     unreduced = RootKey("tensorflow-nhwc", "MCF", "exception:TypeError", ("Abs", "IsInf", "Pad", "Slice"), (), ())
     assert coarsen(unreduced, 4, wrap.format("tf.math.maximum")) != coarsen(unreduced, 4, wrap.format("tf.math.minimum"))  # nothing else left
 
