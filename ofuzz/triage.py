@@ -42,6 +42,7 @@ from ofuzz.undefined_path import undefined_on_the_way
 from ofuzz.witness import without, witnesses
 
 UNCONFIRMED = "unconfirmed"
+HANG_WAIT = 1.25  # repro.py's wait on a hang, in multiples of the time the campaign waited
 
 
 class Representatives:
@@ -139,7 +140,10 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     if hang:
         budget = 0  # every check of a hang costs the engine's whole timeout: keep the model as found
         reduction["note"] = "hangs are not reduced (each check would cost the engine's timeout)"
-        base["hang_after"] = round(2 * max(outcome.time, 1.0), 1)  # repro.py waits twice what the campaign waited
+        # repro.py waits a quarter longer than the engine's limit, which the campaign and the re-run each saw pass: a
+        # third observation, on a spinning core (an onnx2tf hang burns 100 % CPU). Twice as long cost 180 s of one export
+        # pool per hang, a quarter of the seed-75 export's work.
+        base["hang_after"] = round(HANG_WAIT * max(outcome.time, 1.0), 1)
         red_judged = judged  # the model stays as found: its re-run just now is its verdict (not a second engine timeout)
     if budget > 0:
         red = reduce_model(pool, start_model, start_feeds, Target.of(hit), value_engine, budget=budget, start_node=start_node,

@@ -456,7 +456,7 @@ def test_a_hang_repro_gives_up_on_the_engine_and_says_reproduced(tmp_path):
         export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=30, pool=pool, policy=Policy.default())
         took = time.perf_counter() - t0
     info = json.loads((out / "finding.json").read_text())
-    assert 4 <= info["hang_after"] < 10 and info["repro_check"] == "reproduced", info
+    assert 2.4 <= info["hang_after"] < 10 and info["repro_check"] == "reproduced", info  # a quarter past the 2 s limit
     assert took < 60, took  # the check waited for repro.py's own give-up, not the 180 s runner timeout
     r = subprocess.run([sys.executable, "repro.py"], cwd=out, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "did not finish within" in r.stdout and "(hang)" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])
