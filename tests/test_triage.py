@@ -26,6 +26,14 @@ def double(name: str, faults: dict[str, str]):
     return dataclasses.replace(resolve(["testdouble"])[0], name=name, options={"faults": faults})
 
 
+def one_finding_row(pool, path, feeds, status: str) -> dict:
+    """The one finding the model gives on `pool`, as the campaign store's row for it (the triage's input)."""
+    (f,) = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).findings
+    assert f.status == status, f.signature
+    return {"engine": f.engine, "status": f.status, "signature": f.signature, "op": f.op, "summary": f.summary, "first_idx": 0,
+            "first_model": "m", "count": 1}
+
+
 def relu_model(tmp_path) -> tuple:
     """A one-Relu model on disk and its all-ones input: the test double's faults are seeded on Relu."""
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="n0_Relu")], "g", [helper.make_tensor_value_info("x", F, [2, 3])],
@@ -338,10 +346,8 @@ def test_a_failure_of_both_modes_is_reduced_on_the_users_mode_alone(tmp_path):
     got = {}
     with EnginePool(specs, tmp_path / "pool") as pool:
         pool.start()
-        (f,) = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).findings
-        assert f.status == "MCF" and "Neg" in f.signature
-        row = {"engine": "testdouble", "status": "MCF", "signature": f.signature, "op": f.op, "summary": f.summary, "first_idx": 0,
-               "first_model": "m", "count": 1}
+        row = one_finding_row(pool, path, feeds, "MCF")
+        assert "Neg" in row["signature"]
         for label, opinions in (("alone", None), ("users' mode", SecondOpinions({"other": double("other", {"Neg": "prepare:raise"})}, tmp_path / "op"))):
             try:
                 info = triage_finding(pool, {s.name: s for s in specs}, row, path, feeds, tmp_path / f"out-{len(got)}", 60, Policy.default(),
@@ -369,10 +375,8 @@ def test_a_hang_is_not_judged_again_in_the_users_mode(tmp_path):
     feeds = {"x": np.ones((2, 3), np.float32)}
     with EnginePool(specs, tmp_path / "pool") as pool:
         pool.start()
-        (f,) = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).findings
-        assert f.status == "MCF" and "timeout" in f.signature
-        row = {"engine": "testdouble", "status": "MCF", "signature": f.signature, "op": f.op, "summary": f.summary, "first_idx": 0,
-               "first_model": "m", "count": 1}
+        row = one_finding_row(pool, path, feeds, "MCF")
+        assert "timeout" in row["signature"]
         opinions = SecondOpinions({"other": dataclasses.replace(double("other", {"Neg": "prepare:hang"}), timeout=2)}, tmp_path / "op")
         try:
             info = triage_finding(pool, {s.name: s for s in specs}, row, path, feeds, tmp_path / "out", 60, Policy.default(), opinions=opinions)
