@@ -90,8 +90,9 @@ def _unnamed_non_hang(sig: Signature) -> bool:
 
 def export_order(todo: list[dict[str, Any]], capped: bool) -> list[dict[str, Any]]:
     """Hangs first when every finding will be exported: each holds one pool for its engine timeouts (the re-run, then
-    repro.py waiting twice as long: ~4 minutes for an onnx2tf hang), and taken last that is a tail the other pools cannot share (a third of a 10-minute export).  Under a
-    time cap they keep their place: five minutes of one pool on one hang would leave others unexported."""
+    repro.py waiting a quarter longer: ~3.5 minutes for an onnx2tf hang), and taken last that is a tail the other pools
+    cannot share (a third of a 10-minute export).  Under a time cap they keep their place: minutes of one pool on one
+    hang would leave others unexported."""
     if capped:
         return list(todo)
     return sorted(todo, key=lambda f: Signature.parse(f["signature"]).kind != "timeout")
