@@ -66,8 +66,8 @@ def pending_findings(campaign_dir: Path, engines: set[str]) -> tuple[list[dict[s
     the signature names the failing operator (the engine named the node, or its message names it):
     then a further model fails in the same operator the same way (a third of the TensorFlow triage
     time went to such variants).  Nor for a hang: hangs are not reduced, so a further model shows no
-    operators, and its triage costs engine timeouts (re-run and repro check; a users'-mode re-run too,
-    before: 5 of the 11 minutes of a 20-minute campaign's export went to one onnx2tf hang and its variant)."""
+    operators, and its triage costs two engine timeouts (re-run and repro check: 5 of the 11 minutes of a
+    20-minute campaign's export went to one onnx2tf hang and its variant, when it cost three)."""
     store = Store(campaign_dir)
     rows = store.findings()
     extra = {f["signature"]: store.occurrence_models(f["signature"], EXTRA_MODELS + 1)[1:]

@@ -440,14 +440,17 @@ def absorb_upstream_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> None:
     `converted_as` the campaign's `tensorflow`) is the same converter's handler (hand triage 8: onnx2tf's Shape
     ignoring a lone `start` was `DCF shape Shape` in keep-shape mode and `MCF upstream Shape` in the default one)."""
     _absorb_into_one(roots, lambda r: r["key"]["failure"] == UPSTREAM and len(r["key"]["ops"]) == 1,
-                     lambda r, o: (_converter(o) == _converter(r) and o["key"]["status"] == "DCF" and o["key"]["failure"] == "shape"
-                                   and o["key"]["ops"] == r["key"]["ops"]))
+                     lambda r, o: _converter(o) == _converter(r) and _wrong_shape_in(o, r["key"]["ops"]))
 
 
 def _converter(root: dict[str, Any]) -> str:
     """The engine whose conversion a root cause shows: the campaign's engine of a failure moved to its users' mode."""
     return str(root.get("converted_as") or root["engine"])
 
+
+def _wrong_shape_in(root: dict[str, Any], ops: Any) -> bool:
+    """Is `root` a `DCF shape` root cause in exactly these operators (the target other symptoms of one defect join)?"""
+    return root["key"]["status"] == "DCF" and root["key"]["failure"] == "shape" and list(root["key"]["ops"]) == list(ops)
 
 
 def absorb_refusal_into_crash(roots: dict[str, dict[str, Any]]) -> None:
@@ -472,5 +475,5 @@ def absorb_wrong_values_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> No
     instead of 0 — `value`). Different modes or attributes keep them apart (MNN's Resize: output size vs align_corners),
     and with two shape root causes to choose from nothing tells which."""
     _absorb_into_one(roots, lambda r: r["key"]["status"] == "DCF" and r["key"]["failure"] == "value" and len(r["key"]["ops"]) == 1,
-                     lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == "DCF" and o["key"]["failure"] == "shape"
-                                   and o["key"]["ops"] == r["key"]["ops"] and list(o["key"].get("attrs", [])) == list(r["key"].get("attrs", []))))
+                     lambda r, o: (o["engine"] == r["engine"] and _wrong_shape_in(o, r["key"]["ops"])
+                                   and list(o["key"].get("attrs", [])) == list(r["key"].get("attrs", []))))
