@@ -89,9 +89,8 @@ def _unnamed_non_hang(sig: Signature) -> bool:
 
 
 def export_order(todo: list[dict[str, Any]], capped: bool) -> list[dict[str, Any]]:
-    """Hangs first when every finding will be exported: each holds one pool for its engine timeouts (the re-run, then
-    repro.py waiting a quarter longer: ~3.5 minutes for an onnx2tf hang), and taken last that is a tail the other pools
-    cannot share (a third of a 10-minute export).  Under a time cap they keep their place: minutes of one pool on one
+    """Hangs first when every finding will be exported: each holds one pool for the re-run's engine timeout (90 s for
+    onnx2tf), and taken last that is a tail the other pools cannot share (a third of a 10-minute export).  Under a time cap they keep their place: minutes of one pool on one
     hang would leave others unexported."""
     if capped:
         return list(todo)

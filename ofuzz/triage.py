@@ -140,9 +140,8 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     if hang:
         budget = 0  # every check of a hang costs the engine's whole timeout: keep the model as found
         reduction["note"] = "hangs are not reduced (each check would cost the engine's timeout)"
-        # repro.py waits a quarter longer than the engine's limit, which the campaign and the re-run each saw pass: a
-        # third observation, on a spinning core (an onnx2tf hang burns 100 % CPU). Twice as long cost 180 s of one export
-        # pool per hang, a quarter of the seed-75 export's work.
+        # repro.py waits a quarter longer than the engine's limit, which the campaign and the re-run each saw pass (the
+        # export does not run it a third time: see check_repro)
         base["hang_after"] = round(HANG_WAIT * max(outcome.time, 1.0), 1)
         red_judged = judged  # the model stays as found: its re-run just now is its verdict (not a second engine timeout)
     if budget > 0:

@@ -438,9 +438,9 @@ def test_a_failure_is_reduced_when_the_engines_that_ran_the_model_disagree(tmp_p
 
 
 def test_a_hang_repro_gives_up_on_the_engine_and_says_reproduced(tmp_path):
-    """A hang's repro.py waits twice what the campaign waited, then says REPRODUCED (hang) and exits 1 instead of
-    waiting forever; ofuzz checks it in a fresh process only (in the shared runner a hang held every other check
-    behind it for the runner's whole 180 s timeout: two TensorFlow hangs cost ~6 minutes of a 20-minute export)."""
+    """A hang's repro.py waits a quarter longer than the campaign waited, then says REPRODUCED (hang) and exits 1 instead
+    of waiting forever. The export does not run it (the re-run has just waited the engine's limit; a third wait cost
+    ~2 minutes of a pool per onnx2tf hang), so this test does."""
     import json
     import time
 
@@ -460,8 +460,9 @@ def test_a_hang_repro_gives_up_on_the_engine_and_says_reproduced(tmp_path):
         export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=30, pool=pool, policy=Policy.default())
         took = time.perf_counter() - t0
     info = json.loads((out / "finding.json").read_text())
-    assert 2.4 <= info["hang_after"] < 10 and info["repro_check"] == "reproduced", info  # a quarter past the 2 s limit
-    assert took < 60, took  # the check waited for repro.py's own give-up, not the 180 s runner timeout
+    assert 2.4 <= info["hang_after"] < 10, info  # a quarter past the 2 s limit
+    assert info["repro_check"].startswith("reproduced on re-run (a hang"), info  # not a third wait of the engine's limit
+    assert took < 20, took  # the re-run's one engine timeout, not repro.py's too (nor the 180 s runner timeout)
     r = subprocess.run([sys.executable, "repro.py"], cwd=out, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "did not finish within" in r.stdout and "(hang)" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])
 
