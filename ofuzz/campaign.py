@@ -26,6 +26,7 @@ from ofuzz.solver.rules import OPSET
 from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one
 from ofuzz.judging import Judged, Policy
 from ofuzz.judges import JudgeLost, Judges, LocalPools
+from ofuzz.noise import Gap
 from ofuzz.store import FolderLock, Store
 from ofuzz.steering import FAILURES, Steering
 
@@ -102,10 +103,10 @@ class Campaign:
         self.max_opset = {s.name: s.max_opset for s in specs if s.max_opset}
         self.signatures = self.store.signatures()
         self.policy = Policy.default()
-        # engine -> {(op, attribute or None)} it said it does not support: such models are not sent to it again
-        self.gaps: dict[str, set[tuple[str, str | None]]] = {}
+        # engine -> the gaps it showed (what it said it does not support): models holding them are not sent to it again
+        self.gaps: dict[str, set[Gap]] = {}
         for key in known_gaps or ():
-            self._learn_gap(*(key.split("|") + ["", ""])[:3])
+            self._learn_gap(*(key.split("|") + ["", ""])[:3])  # the known-bugs store keeps no rule: the default test
         if resume:
             for recs in self.store.all_records():
                 self.coverage.add(OpRecord.from_json(r) for r in recs)
@@ -118,7 +119,7 @@ class Campaign:
                 self.stats.classes[k] = self.stats.classes.get(k, 0) + 1
                 g = f["detail"].get("gap")
                 if k == "unsupported" and g:
-                    self._learn_gap(g["engine"], g.get("op") or "", g.get("attribute") or "")
+                    self._learn_gap(g["engine"], g.get("op") or "", g.get("attribute") or "", g.get("rule") or "")
             self.stats.elapsed_before = self.store.last_elapsed()
             for eng, d in self.store.engine_stats().items():
                 self.stats.by_engine[eng] = {k: v for k, v in d.items() if k != "time"}
@@ -163,9 +164,9 @@ class Campaign:
             return False
         return True
 
-    def _learn_gap(self, engine: str, op: str, attribute: str) -> None:
+    def _learn_gap(self, engine: str, op: str, attribute: str, rule: str = "") -> None:
         if engine and op:
-            self.gaps.setdefault(engine, set()).add((op, attribute or None))
+            self.gaps.setdefault(engine, set()).add(Gap(engine, op, attribute or None, rule))
 
     def _skips(self, m: GeneratedModel) -> dict[str, str]:
         """Engines this model is not sent to: it holds a construct the engine already said it does not support."""
@@ -175,11 +176,9 @@ class Campaign:
             if opset > limit:
                 out[eng] = f"opset {opset} is above its max_opset {limit}"
         for eng, gaps in self.gaps.items():
-            for node in m.model.graph.node:
-                hit = next((g for g in gaps if g[0] == node.op_type and (g[1] is None or any(a.name == g[1] for a in node.attribute))), None)
-                if hit is not None:
-                    out[eng] = f"{hit[0]}{'.' + hit[1] if hit[1] else ''} is unsupported"
-                    break
+            hit = self.policy.noise.gap_in(m.model, gaps) if self.policy.noise is not None else None
+            if hit is not None:
+                out[eng] = f"{hit.op}{'.' + hit.attribute if hit.attribute else ''} is unsupported"
         if self.steering is not None:
             ops = {n.op_type for n in m.model.graph.node}
             rng = np.random.default_rng([self.opts.seed, int(m.provenance.get("index", 0)), 29])
@@ -213,7 +212,7 @@ class Campaign:
             for f in judged.findings:
                 g = f.detail.get("gap")
                 if f.klass == "unsupported" and g:
-                    self._learn_gap(g["engine"], g.get("op") or "", g.get("attribute") or "")
+                    self._learn_gap(g["engine"], g.get("op") or "", g.get("attribute") or "", g.get("rule") or "")
             findings = [f.to_json() for f in judged.findings if f.blamed or judged.verdict.split]
             for f in findings:
                 f["detail"] = {**f.get("detail", {}), "model": m.id, "versions": self.versions, "klass": f.get("klass", "bug")}

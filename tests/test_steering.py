@@ -64,3 +64,28 @@ def test_a_campaign_with_steering_compares_more_of_what_it_runs(tmp_path):
             con.close()
             assert skipped.get("testdouble", 0) == c.steering.steered and ort == run, (skipped, run, ort)
     assert reach[True] > reach[False] + 0.1, reach
+
+
+def test_an_engine_that_says_it_does_not_support_an_operator_stops_receiving_it(tmp_path):
+    """The test double refuses Relu with a 'not supported' message: after that, models holding a Relu are not sent to
+    it (SKIP), and every model without one still is."""
+    import json
+
+    import onnx
+
+    faulty = dataclasses.replace(resolve(["testdouble"])[0], name="testdouble", options={"faults": {"Relu": "prepare:unsupported"}})
+    specs = [faulty, *resolve(["onnxruntime", "reference"])]
+    out = tmp_path / "c"
+    c = Campaign(load_corpus(), specs, CampaignOptions(engines=[s.name for s in specs], models=150, blocks=(2, 6), seed=5,
+                                                       workers=1, timeout=10), out)
+    c.run()
+    c.close()
+    con = sqlite3.connect(str(out / "campaign.sqlite"))
+    rows = con.execute("SELECT m.id, r.status FROM models m JOIN engine_runs r ON r.idx = m.idx WHERE r.engine = 'testdouble'").fetchall()
+    classes = [json.loads(d).get("klass") for (d,) in con.execute("SELECT detail FROM findings WHERE engine = 'testdouble'")]
+    con.close()
+    holds = {mid: any(n.op_type == "Relu" for n in onnx.load(str(out / "models" / f"{mid}.onnx")).graph.node) for mid, _ in rows}
+    with_relu = [st for mid, st in rows if holds[mid]]
+    assert "unsupported" in classes and 1 <= with_relu.count("MCF") <= 2, (with_relu, classes)  # told once (one in flight)
+    assert with_relu.count("SKIP") >= 3, with_relu
+    assert all(st != "SKIP" for mid, st in rows if not holds[mid])
