@@ -130,13 +130,21 @@ def _unblame_clean_failures_without_witness(results: dict[str, EngineResult], ra
     """A clean refusal (an exception) is a defect only if the model is shown to be runnable: at least two engine
     families ran it, or one did and only one family refused.  When every engine fails, the model is what is wrong
     (seen: out-of-range GatherND indices from the generator blamed on TensorFlow).  Crashes, hangs and exits are
-    defects whatever the others did."""
+    defects whatever the others did, and so is a converter that crashed in a child process: MNN's adapter reports it
+    as an exception of type ConverterCrash, and counting it as a refusal made the same model's blame flip with the
+    crash's signal (SIGSEGV: unblamed, beside onnx2tf's refusal; std::bad_alloc: blamed), so re-runs said
+    `unconfirmed` (seed 76)."""
     ok_fams = {family(e, families) for e in ran if e not in excluded}
-    refused = {e for e, r in results.items() if r.status in (MCF, IF) and r.blamed and getattr(r.outcome, "kind", "") == "exception"}
+    refused = {e for e, r in results.items() if r.status in (MCF, IF) and r.blamed and _clean_refusal(r.outcome)}
     if len(ok_fams) >= 2 or (ok_fams and len({family(e, families) for e in refused}) <= 1):
         return
     for e in refused:
         results[e].blamed = False
+
+
+def _clean_refusal(outcome: Any) -> bool:
+    """An exception the engine raised itself, not a crash an adapter reports as one (etype ...Crash)."""
+    return getattr(outcome, "kind", "") == "exception" and not str(getattr(outcome, "etype", "") or "").endswith("Crash")
 
 
 def judge_outcomes(outcomes: dict[str, tuple[Any, Any]], names: list[str], declared: dict[str, tuple[int, ...]] | None = None,

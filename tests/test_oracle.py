@@ -204,6 +204,12 @@ def test_a_clean_refusal_needs_a_witness_that_the_model_runs():
     assert v.results["mnn"].blamed
     v = judge_outcomes({"onnxruntime": bad(), "mnn": (ok, Outcome("run", "crash", signal="SIGSEGV"))}, ["y"])
     assert v.results["mnn"].blamed and not v.results["onnxruntime"].blamed
+    # MNN's converter crashing in its child process comes back as an exception of type ConverterCrash: still a crash,
+    # blamed beside onnx2tf's refusal when one family runs the model (seed 76: the blame flipped with the signal)
+    converter_crash = (Outcome("prepare", "exception", etype="ConverterCrash", message="MNN converter killed by SIGSEGV"), None)
+    v = judge_outcomes({"onnxruntime": (ok, Outcome("run", "ok", outputs=_outs(1))), "mnn": converter_crash,
+                        "tensorflow": (Outcome("prepare", "exception", etype="TypeError"), None)}, ["y"])
+    assert v.results["mnn"].blamed and v.results["tensorflow"].blamed
 
 
 def test_expected_outputs_come_from_onnxruntime_before_another_majority_member():
