@@ -518,7 +518,7 @@ def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | Non
     for r in (roots if limit is None else roots[:limit]):
         k = r["key"]
         t.add_row(r["id"] + (" (known)" if r["known"] else ""), SEVERITY_NAMES.get(r["severity"], str(r["severity"])), r["engine"],
-                  f"{k['status']} {k['failure']}", "+".join(k["ops"]), ", ".join(k["attrs"]), ", ".join(k["traits"]),
+                  f"{k['status']} {k['failure']}", "+".join(k["ops"] or r.get("held", [])), ", ".join(k["attrs"]), ", ".join(k["traits"]),
                   str(len(r["signatures"])), str(r["occurrences"]), r.get("repro") or "")
     out_console().print(t)
     if limit is not None and len(roots) > limit:

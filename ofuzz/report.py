@@ -217,7 +217,7 @@ def _triage_sections(campaign_dir: Path, roots: list[dict], rows: list[dict], n_
             repro = r.get("repro") or ""
             nodes = r.get("nodes")
             out.append(f"<tr><td>{r['id']}</td><td>{html.escape(SEVERITY_NAMES.get(r['severity'], str(r['severity'])))}</td>"
-                       f"<td>{html.escape(k['status'] + ' ' + k['failure'])}</td><td>{html.escape('+'.join(k['ops']))}</td>"
+                       f"<td>{html.escape(k['status'] + ' ' + k['failure'])}</td><td>{html.escape('+'.join(k['ops'] or r.get('held', [])))}</td>"
                        f"<td>{html.escape(', '.join(k['attrs']))}</td><td>{html.escape(', '.join(k['traits']))}</td>"
                        f"<td title='{html.escape(' / '.join(r['signatures']))}'>{len(r['signatures'])}</td><td>{r['occurrences']}</td>"
                        f"<td><code>{html.escape(repro)}</code>{f' ({nodes} nodes)' if nodes is not None else ''}<br>"

@@ -124,6 +124,21 @@ def upstream_of(key: RootKey, culprits: onnx.ModelProto) -> RootKey:
     return RootKey(key.engine, key.status, UPSTREAM, tuple(sorted({n.op_type for n in culprits.graph.node})), marks, (), "")
 
 
+OMITTED_DEFAULT = "leaves out an attribute the spec defaults in prose"
+ANY_STAGE = "MCF/IF"  # a crash keyed by its trigger: at conversion or at run time, whichever consumer the repro kept
+
+
+def omitted_default_key(key: RootKey, wrote: list[str]) -> RootKey:
+    """The key of a failure that goes away when the omitted prose defaults (`wrote`: "MaxPool.strides", see
+    prose_defaults) are written out: the engine and the attribute, not the operator or the stage. MNN's pools
+    without strides came back as five root causes in the seed-76 campaign: a run-time SIGFPE per operator, and a
+    converter SIGILL whenever a consumer made the converter compute shapes."""
+    attrs = tuple(sorted({w.split(".", 1)[1] for w in wrote}))
+    crash = crash_like(key.failure)
+    return RootKey(key.engine, ANY_STAGE if crash else key.status, "crash" if crash else key.failure, (),
+                   tuple(f"{a} omitted" for a in attrs), (), OMITTED_DEFAULT)
+
+
 def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None) -> RootKey:
     """The key of a failure (IF/MCF) is what fails and how, not every attribute its repro kept.
 
@@ -136,7 +151,7 @@ def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None
     When the engine named the operator it failed in (`failed_op`), that operator is the key, whatever else the repro
     had to keep: the same converter handler failing the same way behind a BatchNormalization or a Reshape is one
     defect (hand triage #5: Pow, GatherND, GridSample and OneHot each came back as two or three root causes)."""
-    if key.status == "DCF" or key.failure == UPSTREAM:
+    if key.status == "DCF" or key.failure == UPSTREAM or key.message == OMITTED_DEFAULT:
         return key
     crash = crash_like(key.failure)
     # a crash's signal and last log line vary between runs of one defect (MNN's LSTM converter: SIGSEGV, SIGABRT or

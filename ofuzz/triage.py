@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -32,9 +33,10 @@ from ofuzz.localise import pick_voters, value_source
 from ofuzz.oracle import DCF, DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
-from ofuzz.rootcause import (UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, crash_or_hang, failure_of, key_of, omitted_input_key,
-                             upstream_of)
+from ofuzz.rootcause import (OMITTED_DEFAULT, UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, crash_or_hang, failure_of, key_of,
+                             omitted_default_key, omitted_input_key, upstream_of)
 from ofuzz.npz import load_npz
+from ofuzz.prose_defaults import written_out
 from ofuzz.runner import EnginePool
 from ofuzz.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.signature import Signature, finding_id
@@ -161,6 +163,10 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         if seen_by:  # the failing sink runs alone: it only shows a defect upstream, which is the root cause
             info["witnesses"] = [red_model.graph.node[i].op_type for i in seen_by]
             key = upstream_of(key, without(red_model, seen_by))
+    wrote = [] if hang else omitted_defaults_trigger(pool, red_model, red_feeds, engine, policy, hit.status)
+    if wrote:  # written out at their spec defaults, the engine runs it and agrees: the omission is the root cause
+        info["trigger"] = {"omitted": wrote}
+        key = omitted_default_key(key, wrote)
     # what the reduced repro holds, before clustering: no id here (the root cause's id is the clustered key's, in
     # `ofuzz bugs`; an id of this raw key disagreed with it and misled hand triage 6)
     info["root"] = {k: v for k, v in key.to_json().items() if k != "id"}
@@ -177,6 +183,34 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         info["klass"], info["unconfirmed_because"] = UNCONFIRMED, "repro.py does not reproduce it in a fresh process"
     info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2)})
     return _record(out, info)
+
+
+def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str,
+                             policy: Policy, status: str) -> list[str]:
+    """The omitted prose-default attributes ("MaxPool.strides", see prose_defaults) a reduced repro's failure needs:
+    written out at their defaults, `engine` runs the repro (a failure, `status` IF/MCF) or also agrees with two voters
+    (a wrong value). All of them first, then each attribute alone, to name the one that matters (the pools' strides,
+    not their pads). Empty when nothing was omitted or it still fails. A failure only has to go: MNN's MaxPool then
+    converts and its ReduceSumSquare consumer is wrong (another defect, keepdims), which the repro does not show."""
+    gone = (DCP,) if status == DCF else (DCP, DCF)
+    keep = set(pick_voters(pool.names, engine, limit=2)) | {engine}
+
+    def fixes(only: set[str] | None) -> list[str]:
+        fixed, wrote = written_out(model, only)
+        if not wrote:
+            return []
+        with tempfile.TemporaryDirectory(dir=pool.root) as d:
+            path = Path(d) / "defaults-written.onnx"
+            onnx.save(fixed, str(path))
+            judged = judge_model(pool, fixed, path, feeds, do_localise=False, policy=policy,
+                                 skip={e: "not needed to test an omitted default" for e in pool.names if e not in keep})
+        now = judged.verdict.results.get(engine)
+        return wrote if now is not None and now.status in gone else []
+
+    every = fixes(None)
+    names = sorted({w.split(".", 1)[1] for w in every})
+    alone = [w for name in names for w in fixes({name})] if len(names) > 1 else []
+    return alone or every
 
 
 def _in_users_mode(opinions: SecondOpinions | None, second: str, pool: EnginePool, engine: str, model: onnx.ModelProto, path: Path,
@@ -282,7 +316,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
         if failed_op is None and crash_like(raw_key.failure) and sig.op in raw_key.ops:
             failed_op = sig.op  # a crash the reducer could not shrink, in the operator its log named (MNN: "... compute LSTM")
         key = coarsen(raw_key, nodes, sig.text, failed_op)
-        if failed_op and key.status != "DCF":
+        if failed_op and key.status != "DCF" and key.message != OMITTED_DEFAULT:
             key = omitted_input_key(key, sig.text, _node_of(campaign_dir, rep_folder(fid, info), failed_op)) or key
         base = fid.split("~")[0]
         if variant and nodes > WELL_REDUCED and base in key_of_fid:
@@ -361,7 +395,8 @@ def absorb_unreduced(roots: dict[str, dict[str, Any]]) -> None:
         return (o["engine"] == r["engine"] and ko["status"] == k["status"] and ko["failure"] == k["failure"]
                 and ko.get("message", "") == k.get("message", "") and bool(ko["ops"]) and set(ko["ops"]) <= set(r["held"]))
 
-    _absorb_into_one(roots, lambda r: not r["key"]["ops"] and r["key"]["status"] != "DCF" and bool(r["held"]), fits)
+    _absorb_into_one(roots, lambda r: (not r["key"]["ops"] and r["key"]["status"] != "DCF" and bool(r["held"])
+                                      and r["key"].get("message") != OMITTED_DEFAULT), fits)
 
 
 def _absorb_into_one(roots: dict[str, dict[str, Any]], wants: Callable[[dict[str, Any]], bool],
@@ -419,7 +454,8 @@ def absorb_consumers_of_upstream(roots: dict[str, dict[str, Any]]) -> None:
     (an unreduced 16-node onnx2tf hang had joined an `upstream Slice` root cause because its model held a Slice)."""
     def wants(r: dict[str, Any]) -> bool:
         k = r["key"]
-        return k["status"] in ("IF", "MCF") and k["failure"] != UPSTREAM and not crash_or_hang(k["failure"])
+        return (k["status"] in ("IF", "MCF") and k["failure"] != UPSTREAM and not crash_or_hang(k["failure"])
+                and k.get("message") != OMITTED_DEFAULT)  # its trigger was shown, not guessed
 
     def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
         ko = o["key"]

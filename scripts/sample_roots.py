@@ -44,7 +44,7 @@ def main(bugs_json: Path, n: int = typer.Option(30, help="How many root causes."
         picks += rng.sample(sorted(by_engine[engine], key=lambda r: r["id"]), k)
     for i, r in enumerate(picks, 1):
         key = r["key"]
-        print(f"{i}\t{r['id']}\t{r['engine']}\t{key['status']} {key['failure']}\t{'+'.join(key['ops'])}\t{r['repro']}\t"
+        print(f"{i}\t{r['id']}\t{r['engine']}\t{key['status']} {key['failure']}\t{'+'.join(key['ops'] or r.get('held', []))}\t{r['repro']}\t"
               f"signatures={len(r['signatures'])}\tnodes={r['nodes']}")
 
 

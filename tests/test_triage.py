@@ -658,3 +658,62 @@ def test_a_crash_reached_through_a_spec_undefined_cast_is_undefined_not_a_bug(tm
     assert info["klass"] == klass, info
     if klass == "undefined":
         assert info["undefined"]["rule"] == "cast-nan-to-int" and info["undefined"]["node"] == "n0_Cast"
+
+
+def pool_model(tmp_path, op: str, consumer: str | None = None, **attrs) -> tuple:
+    """A 2-D pool (kernel 2) on a 1x2x6x6 input, optionally followed by a consumer; on disk, with its input."""
+    nodes = [helper.make_node(op, ["x"], ["p" if consumer else "y"], name=f"n0_{op}", kernel_shape=[2, 2], **attrs)]
+    if consumer:
+        nodes.append(helper.make_node(consumer, ["p"], ["y"], name=f"n1_{consumer}"))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [1, 2, 6, 6])], [helper.make_tensor_value_info("y", F, None)])
+    path = tmp_path / f"{op}-{consumer}.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path, {"x": np.random.default_rng(0).uniform(-1, 1, (1, 2, 6, 6)).astype(np.float32)}
+
+
+def test_prose_defaults_are_written_out_only_where_omitted():
+    from ofuzz.prose_defaults import omitted, written_out
+
+    m = onnx.load_from_string(helper.make_model(helper.make_graph(
+        [helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2]), helper.make_node("MaxPool", ["y"], ["z"], kernel_shape=[2], strides=[2],
+                                                                                    auto_pad="SAME_UPPER")],
+        "g", [helper.make_tensor_value_info("x", F, [1, 1, 8])], [helper.make_tensor_value_info("z", F, [1, 1, 4])]),
+        opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    assert omitted(m.graph.node[0], m) == {"strides": [1], "pads": [0, 0]}  # LpPool has no dilations before opset 18
+    assert omitted(m.graph.node[1], m) == {"dilations": [1]}  # strides given; pads never beside auto_pad
+    fixed, wrote = written_out(m)
+    assert wrote == ["LpPool.pads", "LpPool.strides", "MaxPool.dilations"]
+    onnx.checker.check_model(fixed, full_check=True)
+    assert all(omitted(n, fixed) == {} for n in fixed.graph.node) and len(m.graph.node[0].attribute) == 1  # a copy
+
+
+def test_mnn_pools_without_strides_are_one_root_cause_whatever_the_operator_and_stage(tmp_path):
+    """Real MNN 3.6.1: an omitted `strides` (the spec: 1 on every axis) becomes 0, so its pools die with SIGFPE at run
+    time, and its converter with SIGILL when a consumer makes it compute shapes. The seed-76 campaign reported that as
+    five root causes (per operator and stage); written out at strides=1 each runs and matches, so they are one."""
+    import json
+    import os
+
+    from ofuzz.signature import finding_id
+    from ofuzz.triage import cluster, export
+
+    specs = resolve(["onnxruntime", "reference", "mnn"])
+    rows = []
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("MNN is not installed (ofuzz engines --install mnn)")
+        for op, consumer, stage in (("AveragePool", None, "IF"), ("LpPool", None, "IF"), ("MaxPool", "ReduceSumSquare", "MCF")):
+            path, feeds = pool_model(tmp_path, op, consumer)
+            row = {**one_finding_row(pool, path, feeds, stage), "first_model": path.stem}
+            assert "crash" in row["signature"] or "Crash" in row["signature"], row["signature"]
+            out = tmp_path / "repros" / finding_id(row["signature"])
+            export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=20, pool=pool, policy=Policy.default())
+            info = json.loads((out / "finding.json").read_text())
+            assert info["trigger"] == {"omitted": [f"{op}.strides"]}, info.get("trigger")
+            rows.append(row)
+        path, feeds = pool_model(tmp_path, "AveragePool", strides=[1, 1])
+        assert judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).verdict.results["mnn"].status == "DCP"
+    roots = cluster(tmp_path, rows)["root_causes"]
+    assert len(roots) == 1 and list(roots[0]["key"]["attrs"]) == ["strides omitted"] and roots[0]["severity"] == 0, roots
+    assert {sig.split("|")[1] for sig in roots[0]["signatures"]} == {"IF", "MCF"}  # run-time SIGFPE and converter SIGILL

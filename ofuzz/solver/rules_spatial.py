@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ofuzz.blocks import Block
+from ofuzz.prose_defaults import prose_defaults
 from ofuzz.solver.registry import rule
 from ofuzz.solver.adapters import pad_to, reshape, shrink, slice_to
 from ofuzz.solver.builder import Builder, SolverError, T
@@ -69,7 +70,7 @@ def _spatial(b: Builder, x: T, p: Params, pool: bool) -> dict[str, Any]:
             raise SolverError("VALID window larger than input")
     if p.get("omit_defaults"):  # left out when they equal the spec's defaults: engines must supply them (MNN's pools
         # divide by a missing stride: hand triage 9; the generator always wrote them, so that was never found)
-        defaults = {"strides": [1] * n_sp, "dilations": [1] * n_sp, "pads": [0] * (2 * n_sp)}
+        defaults = prose_defaults(n_sp)
         attrs = {k: v for k, v in attrs.items() if defaults.get(k) != v}
     return attrs
 
