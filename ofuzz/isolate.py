@@ -21,7 +21,7 @@ import onnx
 from ofuzz.compare import RULE, Comparison
 from ofuzz.cut import submodel
 from ofuzz.localise import Localisation, node_attrs, pick_voters
-from ofuzz.precision import Tolerances, abs_feeds, abs_weights, n_terms, preactivation_scale, to_float64, within_float32
+from ofuzz.precision import Tolerances, abs_feeds, abs_weights, centering_terms, n_terms, preactivation_scale, to_float64, within_float32
 
 DEFECT, DRIFT, UNKNOWN = "defect", "drift", "unknown"
 REFERENCE = "reference"
@@ -131,4 +131,5 @@ def _within_float32(pool: Any, m1: onnx.ModelProto, f1: dict[str, np.ndarray], r
         magnitude = mag.outputs if mag is not None and mag.ok else None
     got = {n: run.outputs[n] for n in names if n in run.outputs}
     scale = preactivation_scale(m1, f1) if bound.preactivation else 0.0
-    return within_float32(tol.rule, bound, got, exact.outputs, magnitude, n_terms(f1, got, m1), scale)
+    centre = centering_terms(m1, f1) if bound.centering else None
+    return within_float32(tol.rule, bound, got, exact.outputs, magnitude, n_terms(f1, got, m1), scale, centre)

@@ -36,8 +36,10 @@ class Float32Bound:
     ulps: float = 4.0
     accumulation: float = 0.0
     preactivation: float = 0.0  # recurrent cells: absolute gate errors times the size of what the gates multiply
+    centering: float = 0.0  # normalizations: the cancellation in x - mean, and in E[x^2] - E[x]^2, per element
 
-    def bad(self, got: np.ndarray, exact: np.ndarray, magnitude: np.ndarray | None, n_terms: float, scale: float = 0.0) -> np.ndarray:
+    def bad(self, got: np.ndarray, exact: np.ndarray, magnitude: np.ndarray | None, n_terms: float, scale: float = 0.0,
+            centre: np.ndarray | None = None) -> np.ndarray:
         """Elements outside the bound (non-finite values are judged by the default rule, not here)."""
         g, e = got.astype(np.float64), exact.astype(np.float64)
         with np.errstate(all="ignore"):
@@ -46,6 +48,8 @@ class Float32Bound:
                 bound = bound + self.accumulation * n_terms * EPS32 * np.abs(magnitude.astype(np.float64))
             if self.preactivation:
                 bound = bound + self.preactivation * EPS32 * scale
+            if self.centering and centre is not None and np.shape(centre) == np.shape(e):
+                bound = bound + self.centering * EPS32 * centre
             err = np.abs(g - e)
         return np.isfinite(g) & np.isfinite(e) & (err > bound)
 
@@ -82,16 +86,16 @@ def load_tolerances(path: Path | None = None) -> Tolerances:
     bounds = []
     for i, e in enumerate(raw.get("float32") or []):
         where = f"{path}: float32 entry {i + 1} ({e.get('name', '?') if isinstance(e, dict) else '?'})"
-        if not isinstance(e, dict) or set(e) - {"name", "ops", "ulps", "accumulation", "preactivation"} or "ops" not in e or "name" not in e:
-            raise ToleranceError(f"{where}: needs name and ops, may have ulps, accumulation and preactivation, nothing else")
+        if not isinstance(e, dict) or set(e) - {"name", "ops", "ulps", "accumulation", "preactivation", "centering"} or "ops" not in e or "name" not in e:
+            raise ToleranceError(f"{where}: needs name and ops, may have ulps, accumulation, preactivation and centering, nothing else")
         if not isinstance(e["ops"], list) or not all(isinstance(o, str) and onnx.defs.has(o) for o in e["ops"]):
             bad = [o for o in (e["ops"] if isinstance(e["ops"], list) else [e["ops"]]) if not (isinstance(o, str) and onnx.defs.has(o))]
             raise ToleranceError(f"{where}: ops must be a list of ONNX operator types; unknown: {bad}")
         try:
             bounds.append(Float32Bound(str(e["name"]), frozenset(e["ops"]), float(e.get("ulps", 4)), float(e.get("accumulation", 0)),
-                                       float(e.get("preactivation", 0))))
+                                       float(e.get("preactivation", 0)), float(e.get("centering", 0))))
         except (TypeError, ValueError):
-            raise ToleranceError(f"{where}: ulps, accumulation and preactivation must be numbers") from None
+            raise ToleranceError(f"{where}: ulps, accumulation, preactivation and centering must be numbers") from None
     return Tolerances(rule, tuple(bounds))
 
 
@@ -187,8 +191,57 @@ def preactivation_scale(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) ->
     return peak(0) * peak(1) * size_in + peak(2) * hidden + peak(3)
 
 
+def centering_terms(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per element of a normalization's output Y, what float32 rounding is multiplied by (in units of eps32):
+    (|x| + |mean|) * |gamma| / sigma for the cancellation in x - mean, plus |x - mean| * |gamma| / sigma *
+    (E[x^2] + mean^2) / var for a variance computed as E[x^2] - E[x]^2 (the spec's own MeanVarianceNormalization
+    function body). Hand triage 10: onnxruntime's InstanceNormalization at x = 9975 with one element per channel
+    (sigma = sqrt(eps)) is off by 0.018, 0.4 eps32 of its terms. (The reference's MVN of nearly equal pairs, off by ~1
+    and NaN, is not covered: its float32 function body cannot be widened to compute the exact answer.) Empty for
+    other operators."""
+    node = model.graph.node[0]
+    values = {**{t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}, **feeds}
+    x = values.get(node.input[0]) if node.input else None
+    if x is None or not np.issubdtype(np.asarray(x).dtype, np.floating) or np.ndim(x) < 2:
+        return {}
+    x = np.asarray(x, np.float64)
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    channel = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+    def given(i: int, shape: tuple[int, ...]) -> np.ndarray | None:
+        v = values.get(node.input[i]) if i < len(node.input) and node.input[i] else None
+        return None if v is None else np.abs(np.asarray(v, np.float64)).reshape(shape) if np.size(v) == int(np.prod(shape)) else None
+
+    op, eps = node.op_type, float(attrs.get("epsilon", 1e-5))
+    if op == "BatchNormalization":
+        gamma, mean, var = given(1, channel), given(3, channel), given(4, channel)
+        if gamma is None or mean is None or var is None:
+            return {}
+        sigma = np.sqrt(var + eps)
+        return {node.output[0]: (np.abs(x) + mean) * gamma / sigma}
+    if op == "InstanceNormalization":
+        axes, gamma = tuple(range(2, x.ndim)), given(1, channel)
+    elif op == "MeanVarianceNormalization":
+        axes, gamma, eps = tuple(int(a) % x.ndim for a in attrs.get("axes", [0, 2, 3]) if -x.ndim <= int(a) < x.ndim), np.ones(1), 0.0
+    elif op == "LayerNormalization":
+        start = int(attrs.get("axis", -1)) % x.ndim
+        axes = tuple(range(start, x.ndim))
+        gamma = given(1, x.shape[start:])
+    else:
+        return {}
+    if gamma is None or not axes:
+        return {}
+    with np.errstate(all="ignore"):
+        mean = x.mean(axis=axes, keepdims=True)
+        var = x.var(axis=axes, keepdims=True)
+        ex2 = (x * x).mean(axis=axes, keepdims=True)
+        sigma = np.sqrt(var + eps)
+        terms = (np.abs(x) + np.abs(mean)) * gamma / sigma + np.abs(x - mean) * gamma / sigma * (ex2 + mean * mean) / (var + eps)
+    return {node.output[0]: np.nan_to_num(terms, nan=np.inf, posinf=np.inf)}
+
+
 def within_float32(rule: ComparisonRule, bound: Float32Bound, got: dict[str, Any], exact: dict[str, Any],
-                   magnitude: dict[str, Any] | None, terms: float, scale: float = 0.0) -> bool:
+                   magnitude: dict[str, Any] | None, terms: float, scale: float = 0.0, centre: dict[str, np.ndarray] | None = None) -> bool:
     """True if every output is within the default rule or the float32 bound (elements bad on both count)."""
     for name, g in got.items():
         if name not in exact:
@@ -205,7 +258,7 @@ def within_float32(rule: ComparisonRule, bound: Float32Bound, got: dict[str, Any
             paper_bad = np.abs(a - b) / np.maximum(np.maximum(np.abs(a), np.abs(b)), rule.floor) > rule.rel_tol
             nonfinite_bad = (np.isnan(a) != np.isnan(b)) | ((np.isinf(a) | np.isinf(b)) & ~(np.isnan(a) | np.isnan(b)) & (a != b))
         mag = np.asarray(magnitude[name]) if magnitude and name in magnitude else None
-        bad = nonfinite_bad | (paper_bad & bound.bad(g, e, mag, terms, scale))
+        bad = nonfinite_bad | (paper_bad & bound.bad(g, e, mag, terms, scale, (centre or {}).get(name)))
         if rule.too_many(bad):
             return False
     return True
@@ -215,5 +268,5 @@ def abs_feeds(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: (np.abs(v) if np.issubdtype(v.dtype, np.floating) else v) for k, v in feeds.items()}
 
 
-__all__ = ["Float32Bound", "Tolerances", "ToleranceError", "abs_feeds", "abs_weights", "load_tolerances", "n_terms", "preactivation_scale", "to_float64",
-           "within_float32"]
+__all__ = ["Float32Bound", "Tolerances", "ToleranceError", "abs_feeds", "abs_weights", "centering_terms", "load_tolerances", "n_terms",
+           "preactivation_scale", "to_float64", "within_float32"]
