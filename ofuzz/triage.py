@@ -351,6 +351,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
     absorb_unreduced(roots)
     absorb_consumers_of_upstream(roots)
     absorb_upstream_into_wrong_shape(roots)
+    absorb_across_modes(roots)
     absorb_refusal_into_crash(roots)
     absorb_wrong_values_into_wrong_shape(roots)
     for rc in roots.values():
@@ -476,6 +477,26 @@ def absorb_upstream_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> None:
     ignoring a lone `start` was `DCF shape Shape` in keep-shape mode and `MCF upstream Shape` in the default one)."""
     _absorb_into_one(roots, lambda r: r["key"]["failure"] == UPSTREAM and len(r["key"]["ops"]) == 1,
                      lambda r, o: _converter(o) == _converter(r) and _wrong_shape_in(o, r["key"]["ops"]))
+
+
+def absorb_across_modes(roots: dict[str, dict[str, Any]]) -> None:
+    """A one-operator failure in one mode of a converter (a one-node repro that fails, or `upstream X`) joins the
+    converter's one root cause of that operator in its other mode: a wrong shape, or the operator failing alone. One
+    handler serves both modes, and the mode decides only how its mistake shows (hand triage 10: onnx2tf's OneHot.py:137
+    adds a negative axis twice, a wrong shape in keep-shape mode and a ValueError in the default one; its RoiAlign on a
+    1x1 map divides by H-1 = 0 and fails alone in keep-shape mode, and in the default one in the Add that consumes it).
+    Only across modes (two engines, one converter), never a crash, and only when exactly one root cause fits."""
+    def one_op_failure(r: dict[str, Any]) -> bool:
+        k = r["key"]
+        return (k["status"] in ("IF", "MCF") and not crash_or_hang(k["failure"]) and len(k["ops"]) == 1
+                and k.get("message") != OMITTED_DEFAULT and (k["failure"] == UPSTREAM or r.get("nodes") == 1))
+
+    def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
+        fails_alone = one_op_failure(o) and o["key"]["failure"] != UPSTREAM
+        return (o["engine"] != r["engine"] and _converter(o) == _converter(r) and list(o["key"]["ops"]) == list(r["key"]["ops"])
+                and (_wrong_shape_in(o, r["key"]["ops"]) or fails_alone))
+
+    _absorb_into_one(roots, one_op_failure, fits)
 
 
 def _converter(root: dict[str, Any]) -> str:

@@ -590,6 +590,32 @@ def test_an_upstream_failure_in_the_users_mode_joins_the_wrong_shape_of_the_othe
     assert sorted(roots) == ["s1", "u3"] and roots["s1"]["absorbed"] == ["u2"]
 
 
+def test_a_one_operator_failure_in_one_mode_joins_that_operator_s_root_in_the_other_mode():
+    """Hand triage 10: onnx2tf's OneHot.py:137 is `DCF shape OneHot` in keep-shape mode and a one-node ValueError in the
+    default mode; its RoiAlign on a 1x1 map fails alone in keep-shape mode and as `upstream RoiAlign` in the default
+    mode. Within one mode, in another converter, for a crash, or with two candidates, nothing joins."""
+    from ofuzz.triage import absorb_across_modes
+
+    def root(rid, engine, status, failure, ops, nodes=1):
+        conv = "tensorflow" if engine.startswith("tensorflow") else engine
+        return {"id": rid, "engine": engine, "converted_as": conv, "key": {"status": status, "failure": failure, "ops": ops},
+                "held": set(ops), "nodes": nodes, "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]),
+                "first_model": rid}
+
+    roots = {r["id"]: r for r in [root("s1", "tensorflow", "DCF", "shape", ["OneHot"]),
+                                  root("f2", "tensorflow-nhwc", "MCF", "exception:ValueError", ["OneHot"]),
+                                  root("r3", "tensorflow", "IF", "exception:InvalidArgumentError", ["RoiAlign"]),
+                                  root("u4", "tensorflow-nhwc", "MCF", "upstream", ["RoiAlign"], nodes=4),
+                                  root("c5", "tensorflow-nhwc", "MCF", "crash", ["Det"]),
+                                  root("d6", "tensorflow", "IF", "exception:ValueError", ["Det"]),
+                                  root("m7", "mnn", "IF", "exception:RuntimeError", ["OneHot"]),
+                                  root("g8", "tensorflow-nhwc", "MCF", "exception:KeyError", ["GRU"]),
+                                  root("g9", "tensorflow-nhwc", "MCF", "exception:TypeError", ["GRU"])]}
+    absorb_across_modes(roots)
+    assert sorted(roots) == ["c5", "d6", "g8", "g9", "m7", "r3", "s1"], sorted(roots)
+    assert roots["s1"]["absorbed"] == ["f2"] and roots["r3"]["absorbed"] == ["u4"]
+
+
 def test_a_wrong_value_joins_the_wrong_shape_of_the_same_operator_and_attributes():
     """onnx2tf's Slice begin_mask with a negative step (hand triage 8): `DCF shape Slice` and `DCF value Slice`, one
     defect. Other attributes, another engine, or a NaN category keep them apart."""
