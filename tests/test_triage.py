@@ -743,3 +743,21 @@ def test_mnn_pools_without_strides_are_one_root_cause_whatever_the_operator_and_
     roots = cluster(tmp_path, rows)["root_causes"]
     assert len(roots) == 1 and list(roots[0]["key"]["attrs"]) == ["strides omitted"] and roots[0]["severity"] == 0, roots
     assert {sig.split("|")[1] for sig in roots[0]["signatures"]} == {"IF", "MCF"}  # run-time SIGFPE and converter SIGILL
+
+
+def test_a_repro_of_a_converter_that_calls_sys_exit_says_reproduced(tmp_path):
+    """onnx2tf gives up on some models with sys.exit(1) (SystemExit): the shipped repro.py exited 1 without a word
+    (hand triage 10, onnx2tf's DFT). It now says REPRODUCED and names the SystemExit, like any other conversion failure."""
+    from ofuzz.signature import finding_id
+    from ofuzz.triage import export
+
+    specs = [double("testdouble", {"Relu": "prepare:sysexit"}), *resolve(["onnxruntime", "reference"])]
+    path, feeds = relu_model(tmp_path)
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        row = one_finding_row(pool, path, feeds, "MCF")
+        assert "SystemExit" in row["signature"], row["signature"]
+        out = tmp_path / "repros" / finding_id(row["signature"])
+        export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=10, pool=pool, policy=Policy.default())
+    r = subprocess.run([sys.executable, "repro.py"], cwd=out, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "REPRODUCED: conversion failed (MCF): SystemExit" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])

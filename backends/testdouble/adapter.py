@@ -2,7 +2,7 @@
 
 Runs models with the ONNX reference evaluator but misbehaves whenever the model
 contains one of the configured operators: segfault, abort, hang, leak memory,
-raise, exit, or return wrong values for that operator (so localisation has a
+raise, exit (`exit`: the process; `sysexit`: SystemExit, as onnx2tf's sys.exit(1)), or return wrong values for that operator (so localisation has a
 real diverging operator to find).  Faults are "stage:kind" with stage prepare
 (conversion) or run (inference).  Value faults: `wrong` adds 1, `offby` is 0.5%
 off (a real precision defect), `perturb` is 2e-6 off (float noise, far below
@@ -45,6 +45,8 @@ def _fault(kind: str, op: str, node: str = "") -> None:
         raise exc
     elif kind == "unsupported":
         raise NotImplementedError(f"test double: operator {op} is not supported")
+    elif kind == "sysexit":  # as onnx2tf gives up: sys.exit(1) from inside the converter
+        raise SystemExit(1)
 
 
 _VALUE_FAULTS = {"wrong": None, "offby": 1.005, "perturb": 1 + 2e-6}
