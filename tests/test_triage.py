@@ -590,6 +590,26 @@ def test_an_upstream_failure_in_the_users_mode_joins_the_wrong_shape_of_the_othe
     assert sorted(roots) == ["s1", "u3"] and roots["s1"]["absorbed"] == ["u2"]
 
 
+def test_one_omitted_default_of_one_engine_is_one_root_cause_whatever_the_failure():
+    """Seed 76: MNN's pools without strides crash, and on some shapes report a shape error instead; keyed by the
+    omitted attribute, the crash and the error are one root cause with the crash's severity. Another attribute or
+    another engine stays apart."""
+    from ofuzz.rootcause import OMITTED_DEFAULT
+    from ofuzz.triage import absorb_omitted_defaults
+
+    def root(rid, engine, failure, attrs, severity):
+        return {"id": rid, "engine": engine, "severity": severity, "key": {"status": "IF", "failure": failure, "ops": [], "attrs": attrs,
+                "message": OMITTED_DEFAULT}, "held": set(), "signatures": [rid], "findings": [rid], "occurrences": 1,
+                "first_idx": int(rid[-1]), "first_model": rid}
+
+    roots = {r["id"]: r for r in [root("e1", "mnn", "exception:RuntimeError", ["strides omitted"], 4),
+                                  root("c2", "mnn", "crash", ["strides omitted"], 0),
+                                  root("d3", "mnn", "crash", ["dilations omitted"], 0),
+                                  root("t4", "tensorflow", "crash", ["strides omitted"], 0)]}
+    absorb_omitted_defaults(roots)
+    assert sorted(roots) == ["c2", "d3", "t4"] and roots["c2"]["absorbed"] == ["e1"] and roots["c2"]["first_idx"] == 1
+
+
 def test_a_one_operator_failure_in_one_mode_joins_that_operator_s_root_in_the_other_mode():
     """Hand triage 10: onnx2tf's OneHot.py:137 is `DCF shape OneHot` in keep-shape mode and a one-node ValueError in the
     default mode; its RoiAlign on a 1x1 map fails alone in keep-shape mode and as `upstream RoiAlign` in the default
@@ -761,3 +781,34 @@ def test_a_repro_of_a_converter_that_calls_sys_exit_says_reproduced(tmp_path):
         export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=10, pool=pool, policy=Policy.default())
     r = subprocess.run([sys.executable, "repro.py"], cwd=out, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "REPRODUCED: conversion failed (MCF): SystemExit" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])
+
+
+def test_a_finding_the_first_re_run_misses_gets_a_second_before_it_is_unconfirmed(tmp_path):
+    """In the seed-76 export MNN failed to convert two models it had run in the campaign, and ran them a moment later:
+    their wrong values were lost as `unconfirmed`. The test double that is wrong on every other run (`flip`) stands
+    for such an engine: its finding is confirmed by a second re-run, and says so."""
+    import json
+
+    from ofuzz.signature import finding_id
+    from ofuzz.triage import export
+
+    specs = [double("testdouble", {"Relu": "run:flip"}), *resolve(["onnxruntime", "reference"])]
+    path, feeds = relu_model(tmp_path)
+    feeds = {"x": np.linspace(0.5, 2.0, 6, dtype=np.float32).reshape(2, 3)}
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        row = None
+        for _ in range(2):  # the campaign saw it on whichever run was the wrong one
+            found = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).findings
+            row = row or next(({"engine": f.engine, "status": f.status, "signature": f.signature, "op": f.op, "summary": f.summary,
+                                "first_idx": 0, "first_model": "m", "count": 1} for f in found), None)
+        assert row is not None and row["status"] == "DCF", row
+        reruns = []
+        for i in range(4):  # whatever the parity now, one of two consecutive re-runs is the wrong one
+            out = tmp_path / "repros" / f"{finding_id(row['signature'])}-{i}"
+            export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=5, pool=pool, policy=Policy.default())
+            info = json.loads((out / "finding.json").read_text())
+            assert info["klass"] != "unconfirmed" and info["reruns"] in (1, 2), info
+            reruns.append(info["reruns"])
+            judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default())  # shift the parity
+    assert 2 in reruns, reruns
