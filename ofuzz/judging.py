@@ -15,6 +15,7 @@ Classes are recomputable (the triage phase re-judges); raw signatures are kept.
 """
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,15 @@ def judge_model(pool: EnginePool, model: onnx.ModelProto, model_path: Path, inpu
         for f in findings:
             f.detail["excluded"] = excluded
     return Judged(v, findings, isolated)
+
+
+def judge_in_memory(pool: EnginePool, model: onnx.ModelProto, inputs: dict[str, np.ndarray], **kw: Any) -> Judged:
+    """`judge_model` for a model held in memory (a reduction candidate, a repro with its defaults written out): saved to
+    a temporary file in the pool's folder first."""
+    with tempfile.TemporaryDirectory(dir=pool.root) as d:
+        path = Path(d) / "model.onnx"
+        onnx.save(model, str(path))
+        return judge_model(pool, model, path, inputs, **kw)
 
 
 def _dcf_finding(pool: EnginePool, model: onnx.ModelProto, inputs: dict[str, np.ndarray], v: Verdict, eng: str, do_localise: bool,

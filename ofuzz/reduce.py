@@ -18,10 +18,8 @@ input traits are the ones that matter) and `halve_shapes`.
 from __future__ import annotations
 
 import hashlib
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -29,7 +27,7 @@ import onnx
 
 from ofuzz import onnx_guard
 from ofuzz.cut import submodel
-from ofuzz.judging import BUG, Finding, Judged, Policy, declared_shapes, judge_model
+from ofuzz.judging import BUG, Finding, Judged, Policy, declared_shapes, judge_in_memory
 from ofuzz.localise import expose_intermediates
 from ofuzz.oracle import DCP
 from ofuzz.runner import EnginePool
@@ -130,10 +128,7 @@ class Reducer:
 
     def _judge(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> bool:
         self.checks += 1
-        with tempfile.TemporaryDirectory(dir=self.pool.root) as d:
-            path = Path(d) / "cand.onnx"
-            onnx.save(model, str(path))
-            j = judge_model(self.pool, model, path, feeds, policy=self.policy, skip=self.skip)
+        j = judge_in_memory(self.pool, model, feeds, policy=self.policy, skip=self.skip)
         if not any(self.target.matches(f) for f in j.findings):
             return False
         ok = self._still_valid(j) and _some_engine_matches_declared(j, declared_shapes(model))

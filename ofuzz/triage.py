@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ import onnx
 
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.isolate import DEFECT
-from ofuzz.judging import BUG, SPLIT, UNDEFINED, Finding, Judged, Policy, judge_model
+from ofuzz.judging import BUG, SPLIT, UNDEFINED, Finding, Judged, Policy, judge_in_memory, judge_model
 from ofuzz.localise import pick_voters, value_source
 from ofuzz.oracle import DCF, DCP
 from ofuzz.reduce import Target, reduce_model
@@ -200,17 +199,13 @@ def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: di
     not their pads). Empty when nothing was omitted or it still fails. A failure only has to go: MNN's MaxPool then
     converts and its ReduceSumSquare consumer is wrong (another defect, keepdims), which the repro does not show."""
     gone = (DCP,) if status == DCF else (DCP, DCF)
-    keep = set(pick_voters(pool.names, engine, limit=2)) | {engine}
+    skip = _all_but_voters(pool, engine, "not needed to test an omitted default")
 
     def fixes(only: set[str] | None) -> list[str]:
         fixed, wrote = written_out(model, only)
         if not wrote:
             return []
-        with tempfile.TemporaryDirectory(dir=pool.root) as d:
-            path = Path(d) / "defaults-written.onnx"
-            onnx.save(fixed, str(path))
-            judged = judge_model(pool, fixed, path, feeds, do_localise=False, policy=policy,
-                                 skip={e: "not needed to test an omitted default" for e in pool.names if e not in keep})
+        judged = judge_in_memory(pool, fixed, feeds, do_localise=False, policy=policy, skip=skip)
         now = judged.verdict.results.get(engine)
         return wrote if now is not None and now.status in gone else []
 
@@ -275,8 +270,13 @@ def _skip_for(pool: EnginePool, finding: dict[str, Any]) -> dict[str, str]:
     conversion per re-run cost more than the rest of the triage.  Failures (IF/MCF) re-run everything."""
     if finding["status"] != "DCF" or "+" in finding["engine"]:
         return {}
-    keep = set(pick_voters(pool.names, finding["engine"], limit=2)) | {finding["engine"]}
-    return {e: "not needed to confirm a value divergence" for e in pool.names if e not in keep}
+    return _all_but_voters(pool, finding["engine"], "not needed to confirm a value divergence")
+
+
+def _all_but_voters(pool: EnginePool, engine: str, why: str) -> dict[str, str]:
+    """Skip every engine but `engine` and its two cheap voters."""
+    keep = set(pick_voters(pool.names, engine, limit=2)) | {engine}
+    return {e: why for e in pool.names if e not in keep}
 
 
 def _class_detail(hit: Finding) -> dict[str, Any]:
