@@ -21,7 +21,7 @@ import onnx
 from ofuzz.compare import RULE, Comparison
 from ofuzz.cut import submodel
 from ofuzz.localise import Localisation, node_attrs, pick_voters
-from ofuzz.precision import Tolerances, abs_feeds, abs_weights, centering_terms, n_terms, preactivation_scale, to_float64, within_float32
+from ofuzz.precision import Tolerances, abs_feeds, abs_weights, centering_terms, exact_by_formula, n_terms, preactivation_scale, to_float64, within_float32
 
 DEFECT, DRIFT, UNKNOWN = "defect", "drift", "unknown"
 REFERENCE = "reference"
@@ -122,8 +122,9 @@ def _within_float32(pool: Any, m1: onnx.ModelProto, f1: dict[str, np.ndarray], r
         return False
     m64, f64 = wide
     names = [o.name for o in m64.graph.output]
-    exact = _run(pool, m64, f64, [REFERENCE]).get(REFERENCE, (None, None))[1]
-    if exact is None or not exact.ok:
+    run64 = _run(pool, m64, f64, [REFERENCE]).get(REFERENCE, (None, None))[1]
+    exact_outputs = run64.outputs if run64 is not None and run64.ok else exact_by_formula(m1, f1)
+    if exact_outputs is None:
         return False
     magnitude = None
     if bound.accumulation:
@@ -132,4 +133,4 @@ def _within_float32(pool: Any, m1: onnx.ModelProto, f1: dict[str, np.ndarray], r
     got = {n: run.outputs[n] for n in names if n in run.outputs}
     scale = preactivation_scale(m1, f1) if bound.preactivation else 0.0
     centre = centering_terms(m1, f1) if bound.centering else None
-    return within_float32(tol.rule, bound, got, exact.outputs, magnitude, n_terms(f1, got, m1), scale, centre)
+    return within_float32(tol.rule, bound, got, exact_outputs, magnitude, n_terms(f1, got, m1), scale, centre)
