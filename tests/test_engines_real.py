@@ -213,3 +213,36 @@ def test_onnx2tf_fake_quant_quantize_linear_is_a_capability_gap(tmp_path):
     j = _judge_on(tmp_path, g, ["onnxruntime", "tensorflow", "reference"], {"x": x})
     (f,) = [f for f in j.findings if f.engine == "tensorflow"]
     assert f.klass == UNSUPPORTED and f.detail["gap"]["rule"] == "onnx2tf-quantize-fake-quant", f.detail
+
+
+def test_the_users_mode_second_opinion_reads_a_square_output_either_way(tmp_path):
+    """Hand triage 10 #16: BatchNormalization on [1, 16, 16] (C = L) is wrong only in onnx2tf's keep-shape mode. The
+    default mode computes it right but hands it back channel-last, which the shape cannot show, so the second opinion
+    said 'wrong too' and the keep-shape-only defect stayed a bug. Either reading now counts; a wrong expectation does not."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    from ofuzz.second_opinion import SecondOpinions
+
+    rng = np.random.default_rng(3)
+    params = [numpy_helper.from_array(v.astype(np.float32), n) for n, v in
+              (("s", rng.uniform(0.5, 2, 16)), ("b", rng.uniform(-1, 1, 16)), ("m", rng.uniform(-1, 1, 16)), ("v", rng.uniform(0.5, 2, 16)))]
+    g = helper.make_graph([helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="n0_BatchNormalization")], "g",
+                          [helper.make_tensor_value_info("x", 1, [1, 16, 16])], [helper.make_tensor_value_info("y", 1, [1, 16, 16])], params)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 15)], ir_version=8)
+    feeds = {"x": rng.uniform(-1, 1, (1, 16, 16)).astype(np.float32)}
+    with EnginePool(resolve(["onnxruntime"]), tmp_path / "pool") as pool:
+        pool.start()
+        _, run = pool.execute_model(model, feeds, ["onnxruntime"])["onnxruntime"]
+    expected = {"y": run.outputs["y"]}
+    (spec,) = resolve(["tensorflow-nhwc"])
+    opinions = SecondOpinions({"tensorflow-nhwc": spec}, tmp_path / "op")
+    try:
+        if "tensorflow-nhwc" in opinions._pool("tensorflow-nhwc").unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("TensorFlow is not installed (ofuzz engines --install tensorflow)")
+        assert opinions.agrees("tensorflow-nhwc", model, feeds, expected) is True
+        assert opinions.agrees("tensorflow-nhwc", model, feeds, {"y": expected["y"] * 1.01 + 0.01}) is False
+    finally:
+        opinions.close()
+    onnx.checker.check_model(model)
