@@ -470,7 +470,10 @@ def _export_with_progress(out: Path, specs: list, per_finding: float, cap: float
     if actors is not None:
         console.print(f"export on Ray: {actors.status()}")
         actors.close()
-    console.print(f"exported {n} repro folders under {out}/repros/ ({done_before} were already there)")
+    from ofuzz.engines.client import start_costs
+
+    starts = ", ".join(f"{e} {k} ({t:.0f} s)" for e, (k, t) in start_costs().items())
+    console.print(f"exported {n} repro folders under {out}/repros/ ({done_before} were already there); engine worker starts: {starts}")
 
 
 def _load_known(path: Optional[Path], create: bool = False):

@@ -13,7 +13,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,15 @@ import numpy as np
 from ofuzz.engines.registry import EngineSpec
 
 WORKER = Path(__file__).with_name("worker_main.py")
+_starts_lock = threading.Lock()
+STARTS: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])  # engine -> [worker starts, seconds], for this process
+
+
+def start_costs() -> dict[str, tuple[int, float]]:
+    """How many engine workers this process started, and the seconds it waited for them, per engine: where an export's
+    time goes when engines crash (each crash restarts a worker; TensorFlow takes seconds to import)."""
+    with _starts_lock:
+        return {k: (int(v[0]), round(v[1], 1)) for k, v in sorted(STARTS.items())}
 OOM_MARKERS = ("bad_alloc", "MemoryError", "Failed to allocate", "out of memory", "Cannot allocate memory", "std::length_error")
 
 
@@ -103,6 +114,9 @@ class Worker:
         self._buf = b""
         reply, out = self._request({"cmd": "hello"}, self.spec.startup_timeout, "prepare")
         self.startup_time = time.perf_counter() - t0
+        with _starts_lock:
+            STARTS[self.spec.name][0] += 1
+            STARTS[self.spec.name][1] += self.startup_time
         if reply is None or not reply.get("ok"):
             out = out or self._failure(reply or {}, "prepare", 0.0)
             out.kind = "unavailable" if out.kind == "exception" else out.kind
