@@ -134,11 +134,15 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
                      "kind": getattr(now.outcome, "kind", "") if now is not None else "",
                      "etype": (getattr(now.outcome, "etype", "") or getattr(now.outcome, "signal", "")) if now is not None else "",
                      "failed_ops": [op for _, op in failed_nodes(model, now.outcome)] if now is not None else []}
+    # the headline says what the repro shows, not what the campaign's larger model showed ("value mismatch on t9_GRU_1"
+    # over a one-node ReduceLogSumExp repro misled hand triage 10); the campaign's stays beside it
+    shown = next((f.summary for f in judged.findings if f.engine == repro_engine and f.status == status_now), "") or finding["summary"]
     info = {
         "engine": engine, "repro_engine": repro_engine, "status": finding["status"], "status_on_rerun": status_now, "signature": finding["signature"],
-        "op": finding.get("op"), "summary": finding["summary"], "options": spec.options if spec else {},
+        "op": finding.get("op"), "options": spec.options if spec else {},
         "inputs": list(inputs), "outputs": names, "expected_from": expected_from, "versions": versions, "reduction": reduction,
         "reduced_ops": sorted({n.op_type for n in model.graph.node}), "repro_failure": repro_failure, **extra,
+        "summary": shown, "campaign_summary": finding["summary"],
     }
     (out / "finding.json").write_text(json.dumps(info, indent=1, default=str))
     if spec is not None:
@@ -147,7 +151,7 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
         shutil.copyfile(compare.__file__, out / "compare_rule.py")
         if spec.env != "core" and Path(spec.env).is_file():
             shutil.copyfile(spec.env, out / "requirements.txt")  # the engine's exact pins (a version's own, for mnn@3.5.0)
-        (out / "repro.py").write_text(REPRO_PY.format(title=finding["summary"][:100].replace('"', "'"), engine=repro_engine, cls=cls,
+        (out / "repro.py").write_text(REPRO_PY.format(title=shown[:100].replace('"', "'"), engine=repro_engine, cls=cls,
                                                     env=repr(dict(sorted(spec.env_vars.items())))))
     _write_report(out, info, model, inputs, v, spec)
     t0 = time.perf_counter()

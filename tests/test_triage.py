@@ -812,3 +812,25 @@ def test_a_finding_the_first_re_run_misses_gets_a_second_before_it_is_unconfirme
             reruns.append(info["reruns"])
             judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default())  # shift the parity
     assert 2 in reruns, reruns
+
+
+def test_a_repro_s_headline_says_what_the_repro_shows_not_what_the_campaign_s_model_did(tmp_path):
+    """Hand triage 10: a root cause whose repro is one ReduceLogSumExp was headed 'value mismatch on t9_GRU_1', the
+    campaign model's output. The test double's Neg is wrong; the campaign saw it at the Sin after it, the repro is the
+    Neg alone, and its headline names the Neg's output (the campaign's stays as campaign_summary)."""
+    from ofuzz.triage import triage_finding
+
+    specs = [double("testdouble", {"Neg": "run:wrong"}), *resolve(["onnxruntime", "reference"])]
+    path = tmp_path / "m.onnx"
+    g = helper.make_graph([helper.make_node("Neg", ["x"], ["neg_out"], name="n0_Neg"), helper.make_node("Sin", ["neg_out"], ["final_out"], name="n1_Sin")],
+                          "g", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("final_out", F, [2, 3])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)}
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        row = one_finding_row(pool, path, feeds, "DCF")
+        assert "final_out" in row["summary"]
+        info = triage_finding(pool, {s.name: s for s in specs}, row, path, feeds, tmp_path / "out", 60, Policy.default())
+    assert info["reduction"]["nodes_after"] == 1 and "neg_out" in info["summary"] and "final_out" not in info["summary"], info["summary"]
+    assert info["campaign_summary"] == row["summary"]
+    assert "neg_out" in (tmp_path / "out" / "REPORT.md").read_text().splitlines()[0]
