@@ -25,6 +25,7 @@ import numpy as np
 from ofuzz.engines.registry import EngineSpec
 
 WORKER = Path(__file__).with_name("worker_main.py")
+OOM_MARKERS = ("bad_alloc", "MemoryError", "Failed to allocate", "out of memory", "Cannot allocate memory", "std::length_error")
 _starts_lock = threading.Lock()
 STARTS: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])  # engine -> [worker starts, seconds], for this process
 
@@ -34,7 +35,6 @@ def start_costs() -> dict[str, tuple[int, float]]:
     time goes when engines crash (each crash restarts a worker; TensorFlow takes seconds to import)."""
     with _starts_lock:
         return {k: (int(v[0]), round(v[1], 1)) for k, v in sorted(STARTS.items())}
-OOM_MARKERS = ("bad_alloc", "MemoryError", "Failed to allocate", "out of memory", "Cannot allocate memory", "std::length_error")
 
 
 @dataclass
