@@ -139,6 +139,20 @@ def omitted_default_key(key: RootKey, wrote: list[str]) -> RootKey:
                    tuple(f"{a} omitted" for a in attrs), (), OMITTED_DEFAULT)
 
 
+SPELLED_OUT = "gets a shorthand wrong that it gets right spelled out"
+SHOWN_TRIGGERS = (OMITTED_DEFAULT, SPELLED_OUT)  # keys whose trigger the triage showed by rewriting the repro
+
+
+def spelled_out_key(key: RootKey, wrote: list[str]) -> RootKey:
+    """The key of a failure that goes away when a shorthand is spelled out (`wrote`: "AveragePool.auto_pad=SAME_LOWER",
+    see prose_defaults.auto_pad_written_out): the engine, the operator and the shorthand, not the stage or how it
+    failed. onnx2tf's AveragePool with SAME_LOWER came back as four root causes in the seed-76 campaign: wrong values
+    in one mode, two conversion errors and an upstream failure in the other."""
+    crash = crash_like(key.failure)
+    return RootKey(key.engine, ANY_STAGE if crash else key.status, "crash" if crash else key.failure, (),
+                   tuple(sorted(set(wrote))), (), SPELLED_OUT)
+
+
 def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None) -> RootKey:
     """The key of a failure (IF/MCF) is what fails and how, not every attribute its repro kept.
 
@@ -151,7 +165,7 @@ def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None
     When the engine named the operator it failed in (`failed_op`), that operator is the key, whatever else the repro
     had to keep: the same converter handler failing the same way behind a BatchNormalization or a Reshape is one
     defect (hand triage #5: Pow, GatherND, GridSample and OneHot each came back as two or three root causes)."""
-    if key.status == "DCF" or key.failure == UPSTREAM or key.message == OMITTED_DEFAULT:
+    if key.status == "DCF" or key.failure == UPSTREAM or key.message in SHOWN_TRIGGERS:
         return key
     crash = crash_like(key.failure)
     # a crash's signal and last log line vary between runs of one defect (MNN's LSTM converter: SIGSEGV, SIGABRT or

@@ -25,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 import onnx
 
+from ofuzz import onnx_guard
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.isolate import DEFECT
 from ofuzz.judging import BUG, SPLIT, UNDEFINED, Finding, Judged, Policy, judge_in_memory, judge_model
@@ -32,10 +33,10 @@ from ofuzz.localise import pick_voters, value_source
 from ofuzz.oracle import DCF, DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
-from ofuzz.rootcause import (OMITTED_DEFAULT, UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, crash_or_hang, failure_of, key_of,
-                             omitted_default_key, omitted_input_key, upstream_of)
+from ofuzz.rootcause import (SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, crash_or_hang,
+                             failure_of, key_of, omitted_default_key, omitted_input_key, spelled_out_key, upstream_of)
 from ofuzz.npz import load_npz
-from ofuzz.prose_defaults import written_out
+from ofuzz.prose_defaults import auto_pad_written_out, written_out
 from ofuzz.runner import EnginePool
 from ofuzz.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.signature import Signature, finding_id
@@ -173,6 +174,10 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     if wrote:  # written out at their spec defaults, the engine runs it and agrees: the omission is the root cause
         info["trigger"] = {"omitted": wrote}
         key = omitted_default_key(key, wrote)
+    spelled = [] if hang or wrote else auto_pad_trigger(pool, red_model, red_feeds, engine, policy, hit.status)
+    if spelled:  # with the explicit pads auto_pad stands for, the engine runs it and agrees: auto_pad is the root cause
+        info["trigger"] = {"spelled_out": spelled}
+        key = spelled_out_key(key, spelled)
     # what the reduced repro holds, before clustering: no id here (the root cause's id is the clustered key's, in
     # `ofuzz bugs`; an id of this raw key disagreed with it and misled hand triage 6)
     info["root"] = {k: v for k, v in key.to_json().items() if k != "id"}
@@ -196,23 +201,41 @@ def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: di
     """The omitted prose-default attributes ("MaxPool.strides", see prose_defaults) a reduced repro's failure needs:
     written out at their defaults, `engine` runs the repro (a failure, `status` IF/MCF) or also agrees with two voters
     (a wrong value). All of them first, then each attribute alone, to name the one that matters (the pools' strides,
-    not their pads). Empty when nothing was omitted or it still fails. A failure only has to go: MNN's MaxPool then
-    converts and its ReduceSumSquare consumer is wrong (another defect, keepdims), which the repro does not show."""
-    gone = (DCP,) if status == DCF else (DCP, DCF)
-    skip = _all_but_voters(pool, engine, "not needed to test an omitted default")
-
+    not their pads). Empty when nothing was omitted or it still fails."""
     def fixes(only: set[str] | None) -> list[str]:
         fixed, wrote = written_out(model, only)
-        if not wrote:
-            return []
-        judged = judge_in_memory(pool, fixed, feeds, do_localise=False, policy=policy, skip=skip)
-        now = judged.verdict.results.get(engine)
-        return wrote if now is not None and now.status in gone else []
+        return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, status) else []
 
     every = fixes(None)
     names = sorted({w.split(".", 1)[1] for w in every})
     alone = [w for name in names for w in fixes({name})] if len(names) > 1 else []
     return alone or every
+
+
+def auto_pad_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
+                     status: str) -> list[str]:
+    """The auto_pad shorthands ("AveragePool.auto_pad=SAME_LOWER") a reduced repro's failure needs: with the explicit pads
+    they stand for, `engine` runs it (a failure) or also agrees with two voters (a wrong value). Empty otherwise."""
+    if not any(a.name == "auto_pad" and a.s in (b"SAME_UPPER", b"SAME_LOWER") for n in model.graph.node for a in n.attribute):
+        return []
+    inferred = onnx_guard.inferred(model, strict=False, check=False)
+    if inferred is None:
+        return []
+    shapes = {vi.name: tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
+              for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
+    shapes.update({k: tuple(np.shape(v)) for k, v in feeds.items()})
+    fixed, wrote = auto_pad_written_out(model, shapes)
+    return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, status) else []
+
+
+def _goes_away(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, status: str) -> bool:
+    """Does `engine` run the rewritten repro (a failure, `status` IF/MCF) or also agree with two voters (a wrong value)?
+    A failure only has to go: MNN's MaxPool with strides written out converts, and its ReduceSumSquare consumer is then
+    wrong (another defect, keepdims), which the repro does not show."""
+    judged = judge_in_memory(pool, fixed, feeds, do_localise=False, policy=policy,
+                             skip=_all_but_voters(pool, engine, "not needed to test a rewritten trigger"))
+    now = judged.verdict.results.get(engine)
+    return now is not None and now.status in ((DCP,) if status == DCF else (DCP, DCF))
 
 
 def _in_users_mode(opinions: SecondOpinions | None, second: str, pool: EnginePool, engine: str, model: onnx.ModelProto, path: Path,
@@ -323,7 +346,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
         if failed_op is None and crash_like(raw_key.failure) and sig.op in raw_key.ops:
             failed_op = sig.op  # a crash the reducer could not shrink, in the operator its log named (MNN: "... compute LSTM")
         key = coarsen(raw_key, nodes, sig.text, failed_op)
-        if failed_op and key.status != "DCF" and key.message != OMITTED_DEFAULT:
+        if failed_op and key.status != "DCF" and key.message not in SHOWN_TRIGGERS:
             key = omitted_input_key(key, sig.text, _node_of(campaign_dir, rep_folder(fid, info), failed_op)) or key
         base = fid.split("~")[0]
         if variant and nodes > WELL_REDUCED and base in key_of_fid:
@@ -341,8 +364,9 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
         if fam is not None:
             rc["family_why"] = fam.why
         rc["held"] |= set(RootKey.from_json(rep["root"]).ops)  # every operator its repros hold, reduced or not
-        if key.message == OMITTED_DEFAULT:  # keyed by the attribute alone: which operators lacked it
-            rc["held"] |= {w.split(".", 1)[0] for w in (rep.get("trigger") or {}).get("omitted", [])}
+        if key.message in SHOWN_TRIGGERS:  # keyed by the attribute alone: which operators lacked it (or used the shorthand)
+            trigger = rep.get("trigger") or {}
+            rc["held"] |= {w.split(".", 1)[0] for w in [*trigger.get("omitted", []), *trigger.get("spelled_out", [])]}
         row = info["_row"]
         if row["signature"] not in rc["signatures"]:
             rc["signatures"].append(row["signature"])
@@ -356,7 +380,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
             if rc["nodes"] is None or nodes < rc["nodes"]:
                 rc["nodes"], rc["repro"], rc["summary"] = nodes, f"repros/{fid}", info.get("summary", "")
                 rc["repro_check"] = info.get("repro_check", "")
-    absorb_omitted_defaults(roots)
+    absorb_shown_triggers(roots)
     absorb_supersets(roots)
     absorb_unreduced(roots)
     absorb_consumers_of_upstream(roots)
@@ -396,14 +420,16 @@ def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: An
     return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i), key.failure)
 
 
-def absorb_omitted_defaults(roots: dict[str, dict[str, Any]]) -> None:
-    """Root causes keyed by the same omitted prose default of one engine (its trigger was shown by writing the attribute
-    out) are one, whatever the failure: MNN's pools without strides crash (SIGFPE, converter SIGILL) or, on some shapes,
-    report a shape error (seed 76). They join the worst of them, so the root cause keeps the crash's severity."""
-    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+def absorb_shown_triggers(roots: dict[str, dict[str, Any]]) -> None:
+    """Root causes keyed by the same shown trigger of one converter (an omitted prose default written out, or a
+    shorthand spelled out, made the failure go) are one, whatever the failure or the converter's mode: MNN's pools
+    without strides crash (SIGFPE, converter SIGILL) or, on some shapes, report a shape error; onnx2tf's AveragePool
+    with SAME_LOWER gives wrong values in one mode and fails to convert in the other (seed 76). They join the worst of
+    them, so the root cause keeps the crash's severity."""
+    groups: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
     for rid, r in roots.items():
-        if r["key"].get("message") == OMITTED_DEFAULT:
-            groups.setdefault((r["engine"], tuple(r["key"]["attrs"])), []).append(rid)
+        if r["key"].get("message") in SHOWN_TRIGGERS:
+            groups.setdefault((_converter(r), r["key"]["message"], tuple(r["key"]["attrs"])), []).append(rid)
     for ids in groups.values():
         into = min(ids, key=lambda i: (roots[i]["severity"], roots[i]["first_idx"] if roots[i]["first_idx"] is not None else 10**12, i))
         for rid in sorted(ids):
@@ -422,7 +448,7 @@ def absorb_unreduced(roots: dict[str, dict[str, Any]]) -> None:
                 and ko.get("message", "") == k.get("message", "") and bool(ko["ops"]) and set(ko["ops"]) <= set(r["held"]))
 
     _absorb_into_one(roots, lambda r: (not r["key"]["ops"] and r["key"]["status"] != "DCF" and bool(r["held"])
-                                      and r["key"].get("message") != OMITTED_DEFAULT), fits)
+                                      and r["key"].get("message") not in SHOWN_TRIGGERS), fits)
 
 
 def _absorb_into_one(roots: dict[str, dict[str, Any]], wants: Callable[[dict[str, Any]], bool],
@@ -481,7 +507,7 @@ def absorb_consumers_of_upstream(roots: dict[str, dict[str, Any]]) -> None:
     def wants(r: dict[str, Any]) -> bool:
         k = r["key"]
         return (k["status"] in ("IF", "MCF") and k["failure"] != UPSTREAM and not crash_or_hang(k["failure"])
-                and k.get("message") != OMITTED_DEFAULT)  # its trigger was shown, not guessed
+                and k.get("message") not in SHOWN_TRIGGERS)  # its trigger was shown, not guessed
 
     def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
         ko = o["key"]
@@ -514,7 +540,7 @@ def absorb_across_modes(roots: dict[str, dict[str, Any]]) -> None:
     def one_op_failure(r: dict[str, Any]) -> bool:
         k = r["key"]
         return (k["status"] in ("IF", "MCF") and not crash_or_hang(k["failure"]) and len(k["ops"]) == 1
-                and k.get("message") != OMITTED_DEFAULT and (k["failure"] == UPSTREAM or r.get("nodes") == 1))
+                and k.get("message") not in SHOWN_TRIGGERS and (k["failure"] == UPSTREAM or r.get("nodes") == 1))
 
     def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
         fails_alone = one_op_failure(o) and o["key"]["failure"] != UPSTREAM

@@ -590,24 +590,31 @@ def test_an_upstream_failure_in_the_users_mode_joins_the_wrong_shape_of_the_othe
     assert sorted(roots) == ["s1", "u3"] and roots["s1"]["absorbed"] == ["u2"]
 
 
-def test_one_omitted_default_of_one_engine_is_one_root_cause_whatever_the_failure():
+def test_one_shown_trigger_of_one_converter_is_one_root_cause_whatever_the_failure():
     """Seed 76: MNN's pools without strides crash, and on some shapes report a shape error instead; keyed by the
     omitted attribute, the crash and the error are one root cause with the crash's severity. Another attribute or
     another engine stays apart."""
-    from ofuzz.rootcause import OMITTED_DEFAULT
-    from ofuzz.triage import absorb_omitted_defaults
+    from ofuzz.rootcause import OMITTED_DEFAULT, SPELLED_OUT
+    from ofuzz.triage import absorb_shown_triggers
 
-    def root(rid, engine, failure, attrs, severity):
-        return {"id": rid, "engine": engine, "severity": severity, "key": {"status": "IF", "failure": failure, "ops": [], "attrs": attrs,
-                "message": OMITTED_DEFAULT}, "held": set(), "signatures": [rid], "findings": [rid], "occurrences": 1,
-                "first_idx": int(rid[-1]), "first_model": rid}
+    def root(rid, engine, failure, attrs, severity, message=OMITTED_DEFAULT, status="IF", converted_as=None):
+        return {"id": rid, "engine": engine, "severity": severity, "key": {"status": status, "failure": failure, "ops": [], "attrs": attrs,
+                "message": message}, "held": set(), "signatures": [rid], "findings": [rid], "occurrences": 1,
+                "first_idx": int(rid[-1]), "first_model": rid, **({"converted_as": converted_as} if converted_as else {})}
 
+    same_lower = ["AveragePool.auto_pad=SAME_LOWER"]
     roots = {r["id"]: r for r in [root("e1", "mnn", "exception:RuntimeError", ["strides omitted"], 4),
                                   root("c2", "mnn", "crash", ["strides omitted"], 0),
                                   root("d3", "mnn", "crash", ["dilations omitted"], 0),
-                                  root("t4", "tensorflow", "crash", ["strides omitted"], 0)]}
-    absorb_omitted_defaults(roots)
-    assert sorted(roots) == ["c2", "d3", "t4"] and roots["c2"]["absorbed"] == ["e1"] and roots["c2"]["first_idx"] == 1
+                                  root("t4", "tensorflow", "crash", ["strides omitted"], 0),
+                                  # onnx2tf's SAME_LOWER AveragePool: wrong values in keep-shape mode, a conversion error in
+                                  # the default mode (its failures are moved there: converted_as the campaign's engine)
+                                  root("v5", "tensorflow", "value", same_lower, 2, SPELLED_OUT, "DCF"),
+                                  root("m6", "tensorflow-nhwc", "exception:ValueError", same_lower, 5, SPELLED_OUT, "MCF", "tensorflow"),
+                                  root("w7", "tensorflow", "value", ["Conv.auto_pad=SAME_LOWER"], 2, SPELLED_OUT, "DCF")]}
+    absorb_shown_triggers(roots)
+    assert sorted(roots) == ["c2", "d3", "t4", "v5", "w7"] and roots["c2"]["absorbed"] == ["e1"] and roots["c2"]["first_idx"] == 1
+    assert roots["v5"]["absorbed"] == ["m6"]
 
 
 def test_a_one_operator_failure_in_one_mode_joins_that_operator_s_root_in_the_other_mode():
@@ -834,3 +841,37 @@ def test_a_repro_s_headline_says_what_the_repro_shows_not_what_the_campaign_s_mo
     assert info["reduction"]["nodes_after"] == 1 and "neg_out" in info["summary"] and "final_out" not in info["summary"], info["summary"]
     assert info["campaign_summary"] == row["summary"]
     assert "neg_out" in (tmp_path / "out" / "REPORT.md").read_text().splitlines()[0]
+
+
+def test_a_wrong_result_that_explicit_pads_fix_is_keyed_by_the_auto_pad_shorthand(tmp_path):
+    """Seed 76: onnx2tf's AveragePool with auto_pad=SAME_LOWER came back as four root causes (wrong values in keep-shape
+    mode; two conversion errors and an upstream failure in the default mode). With the explicit pads SAME_LOWER stands
+    for, it is right: the shorthand is the trigger, and the key says so. SAME_UPPER, spelled out, pads the other side."""
+    import json
+    import os
+
+    from ofuzz.prose_defaults import explicit_pads
+    from ofuzz.rootcause import SPELLED_OUT
+    from ofuzz.signature import finding_id
+    from ofuzz.triage import cluster, export
+
+    node = helper.make_node("AveragePool", ["x"], ["y"], name="n0_AveragePool", auto_pad="SAME_LOWER", kernel_shape=[5, 5], strides=[2, 2])
+    assert explicit_pads(node, (1, 5), [5, 5]) == [2, 2, 2, 2]
+    assert explicit_pads(node, (4, 4), [5, 5]) == [2, 2, 1, 1]  # total 3: the odd one at the start for SAME_LOWER
+    assert explicit_pads(helper.make_node("MaxPool", ["x"], ["y"], auto_pad="SAME_UPPER", kernel_shape=[2]), (5,), [2]) == [0, 1]
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [1, 1, 1, 5])], [helper.make_tensor_value_info("y", F, [1, 1, 1, 3])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.array([[[[0.0, 1.0, -1.0, 2.0, 0.5]]]], np.float32)}
+    specs = resolve(["onnxruntime", "reference", "tensorflow"])
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        if "tensorflow" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("TensorFlow is not installed (ofuzz engines --install tensorflow)")
+        row = one_finding_row(pool, path, feeds, "DCF")
+        out = tmp_path / "repros" / finding_id(row["signature"])
+        export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=20, pool=pool, policy=Policy.default())
+    info = json.loads((out / "finding.json").read_text())
+    assert info["trigger"] == {"spelled_out": ["AveragePool.auto_pad=SAME_LOWER"]}, info.get("trigger")
+    (root,) = cluster(tmp_path, [row])["root_causes"]
+    assert root["key"]["message"] == SPELLED_OUT and list(root["key"]["attrs"]) == ["AveragePool.auto_pad=SAME_LOWER"] and root["held"] == ["AveragePool"]
