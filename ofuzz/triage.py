@@ -156,7 +156,7 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     if budget > 0:
         red = reduce_model(pool, start_model, start_feeds, Target.of(hit), value_engine, budget=budget, start_node=start_node,
                            policy=policy, must_agree=must_agree, cheap=set(pick_voters(sorted(must_agree or voters), engine, judged.verdict.excluded)),
-                           focus=hit.detail.get("failed_nodes"))
+                           focus=hit.detail.get("failed_nodes") or ([start_node] if start_node and hit.status != DCF else None))
         reduction = {"nodes_before": len(model.graph.node), "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2), "checks": red.checks,
                      "one_minimal": red.one_minimal, "isolated_first": start_model is not model,
                      "passes": {k: vars(v) for k, v in red.passes.items()}, "log": red.log[:30]}
