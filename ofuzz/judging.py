@@ -124,6 +124,8 @@ def judge_model(pool: EnginePool, model: onnx.ModelProto, model_path: Path, inpu
                         {"log_tail": o.log_tail[-1500:] if o else ""})
             if failed:
                 f.detail["failed_nodes"] = [name for name, _ in failed]
+            if o is not None and o.where:
+                f.detail["where"] = o.where
             # a clean refusal is a capability gap; a crash, hang or exit on the way is a defect whatever the engine said first
             clean = o is not None and o.kind == "exception"
             gap = policy.noise.unsupported(eng, o.message, o.log_tail, op) if policy.noise is not None and clean else None

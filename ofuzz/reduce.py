@@ -30,6 +30,7 @@ from ofuzz.cut import submodel
 from ofuzz.judging import BUG, Finding, Judged, Policy, declared_shapes, judge_in_memory
 from ofuzz.localise import expose_intermediates
 from ofuzz.oracle import DCP
+from ofuzz.rootcause import crash_like
 from ofuzz.runner import EnginePool
 from ofuzz.signature import Signature
 
@@ -46,10 +47,14 @@ class Target:
     @staticmethod
     def of(f: Finding) -> "Target":
         """DCF: the diverging op.  IF/MCF: kind, type and normalised message — matching on kind and type alone let
-        the reducer slip from one converter bug to another (or to an invalid model) on the way down."""
+        the reducer slip from one converter bug to another (or to an invalid model) on the way down.  A crash: any crash
+        at that stage — its signal and last log line vary between runs of one defect (MNN's LSTM converter died with
+        SIGABRT, SIGSEGV or SIGBUS; hand triage 11: such a repro stayed at 40 nodes, keyed by a GRU that converts)."""
         if f.status == "DCF":
             return Target(f.engine, f.status, f.op or "?", f.klass)
         sig = Signature.parse(f.signature)
+        if crash_like(f"{sig.kind}:{sig.etype}"):
+            return Target(f.engine, f.status, "crash", f.klass)
         return Target(f.engine, f.status, f"{sig.failure}|{sig.text}", f.klass)
 
     def matches(self, f: Finding) -> bool:

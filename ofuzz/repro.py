@@ -133,7 +133,8 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
     repro_failure = {"status": status_now, "category": div_now.get("category") or (now.versus.category if now is not None and now.versus else ""),
                      "kind": getattr(now.outcome, "kind", "") if now is not None else "",
                      "etype": (getattr(now.outcome, "etype", "") or getattr(now.outcome, "signal", "")) if now is not None else "",
-                     "failed_ops": [op for _, op in failed_nodes(model, now.outcome)] if now is not None else []}
+                     "failed_ops": [op for _, op in failed_nodes(model, now.outcome)] if now is not None else [],
+                     "where": getattr(now.outcome, "where", "") if now is not None else ""}
     # the headline says what the repro shows, not what the campaign's larger model showed ("value mismatch on t9_GRU_1"
     # over a one-node ReduceLogSumExp repro misled hand triage 10); the campaign's stays beside it
     shown = next((f.summary for f in judged.findings if f.engine == repro_engine and f.status == status_now), "") or finding["summary"]
@@ -192,6 +193,8 @@ def _write_report(out: Path, info: dict[str, Any], model: onnx.ModelProto, input
         c = r.versus
         lines.append(f"- mismatch: {c.category} on `{c.output}`, max abs {c.max_abs:.4g}, max rel {c.max_rel:.4g}, {100 * c.bad_fraction:.2f}% of elements {c.detail}")
     if r is not None and r.outcome is not None and not r.outcome.ok:
+        if r.outcome.where:
+            lines.append(f"- failed in the engine's source at: `{r.outcome.where}`")
         lines += ["", "```", r.outcome.summary(), r.outcome.log_tail[-2000:], "```"]
     pins = "requirements.txt" if spec and spec.env != "core" else ""  # copied beside repro.py by write_repro
     lines += [

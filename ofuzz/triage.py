@@ -170,11 +170,12 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         if seen_by:  # the failing sink runs alone: it only shows a defect upstream, which is the root cause
             info["witnesses"] = [red_model.graph.node[i].op_type for i in seen_by]
             key = upstream_of(key, without(red_model, seen_by))
-    wrote = [] if hang else omitted_defaults_trigger(pool, red_model, red_feeds, engine, policy, hit.status)
+    crashed = crash_like(key.failure)
+    wrote = [] if hang else omitted_defaults_trigger(pool, red_model, red_feeds, engine, policy, hit.status, crashed)
     if wrote:  # written out at their spec defaults, the engine runs it and agrees: the omission is the root cause
         info["trigger"] = {"omitted": wrote}
         key = omitted_default_key(key, wrote)
-    spelled = [] if hang or wrote else auto_pad_trigger(pool, red_model, red_feeds, engine, policy, hit.status)
+    spelled = [] if hang or wrote else auto_pad_trigger(pool, red_model, red_feeds, engine, policy, hit.status, crashed)
     if spelled:  # with the explicit pads auto_pad stands for, the engine runs it and agrees: auto_pad is the root cause
         info["trigger"] = {"spelled_out": spelled}
         key = spelled_out_key(key, spelled)
@@ -197,14 +198,14 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
 
 
 def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str,
-                             policy: Policy, status: str) -> list[str]:
+                             policy: Policy, status: str, crashed: bool = False) -> list[str]:
     """The omitted prose-default attributes ("MaxPool.strides", see prose_defaults) a reduced repro's failure needs:
     written out at their defaults, `engine` runs the repro (a failure, `status` IF/MCF) or also agrees with two voters
     (a wrong value). All of them first, then each attribute alone, to name the one that matters (the pools' strides,
     not their pads). Empty when nothing was omitted or it still fails."""
     def fixes(only: set[str] | None) -> list[str]:
         fixed, wrote = written_out(model, only)
-        return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, status) else []
+        return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, status, crashed) else []
 
     every = fixes(None)
     names = sorted({w.split(".", 1)[1] for w in every})
@@ -213,7 +214,7 @@ def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: di
 
 
 def auto_pad_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
-                     status: str) -> list[str]:
+                     status: str, crashed: bool = False) -> list[str]:
     """The auto_pad shorthands ("AveragePool.auto_pad=SAME_LOWER") a reduced repro's failure needs: with the explicit pads
     they stand for, `engine` runs it (a failure) or also agrees with two voters (a wrong value). Empty otherwise."""
     if not any(a.name == "auto_pad" and a.s in (b"SAME_UPPER", b"SAME_LOWER") for n in model.graph.node for a in n.attribute):
@@ -225,17 +226,24 @@ def auto_pad_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, 
               for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
     shapes.update({k: tuple(np.shape(v)) for k, v in feeds.items()})
     fixed, wrote = auto_pad_written_out(model, shapes)
-    return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, status) else []
+    return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, status, crashed) else []
 
 
-def _goes_away(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, status: str) -> bool:
+def _goes_away(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, status: str,
+               crashed: bool = False) -> bool:
     """Does `engine` run the rewritten repro (a failure, `status` IF/MCF) or also agree with two voters (a wrong value)?
     A failure only has to go: MNN's MaxPool with strides written out converts, and its ReduceSumSquare consumer is then
-    wrong (another defect, keepdims), which the repro does not show."""
+    wrong (another defect, keepdims), which the repro does not show. A crash (`crashed`) only has to stop crashing:
+    MNN's AveragePool→Mean without strides dies with SIGILL in the converter, and with strides its two-input Mean fails
+    cleanly (another defect; hand triage 11 found that pair as a root cause of its own)."""
     judged = judge_in_memory(pool, fixed, feeds, do_localise=False, policy=policy,
                              skip=_all_but_voters(pool, engine, "not needed to test a rewritten trigger"))
     now = judged.verdict.results.get(engine)
-    return now is not None and now.status in ((DCP,) if status == DCF else (DCP, DCF))
+    if now is None:
+        return False
+    if crashed and now.status != DCF and now.outcome is not None and not now.outcome.ok:
+        return not crash_like(failure_of(now.status, kind=now.outcome.kind, etype=now.outcome.etype or now.outcome.signal))
+    return now.status in ((DCP,) if status == DCF else (DCP, DCF))
 
 
 def _in_users_mode(opinions: SecondOpinions | None, second: str, pool: EnginePool, engine: str, model: onnx.ModelProto, path: Path,
@@ -375,6 +383,8 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
         first_idx = info.get("first_idx", row["first_idx"])
         if rc["first_idx"] is None or first_idx < rc["first_idx"]:
             rc["first_idx"], rc["first_model"] = first_idx, info.get("first_model", row["first_model"])
+        if "root" in info and (info.get("repro_failure") or {}).get("where"):
+            rc.setdefault("where", set()).add(info["repro_failure"]["where"])
         if "root" in info:
             nodes = info.get("reduction", {}).get("nodes_after", 10**9)
             if rc["nodes"] is None or nodes < rc["nodes"]:
@@ -388,8 +398,11 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
     absorb_across_modes(roots)
     absorb_refusal_into_crash(roots)
     absorb_wrong_values_into_wrong_shape(roots)
+    absorb_same_source_line(roots)
     for rc in roots.values():
         rc["held"] = sorted(rc["held"])
+        if "where" in rc:
+            rc["where"] = sorted(rc["where"])
     ranked = sorted(roots.values(), key=lambda r: (r["severity"], r["engine"], -r["occurrences"], r["id"]))
     return {"root_causes": ranked, "classes": {k: sorted(v) for k, v in classes.items()}}
 
@@ -584,3 +597,22 @@ def absorb_wrong_values_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> No
     _absorb_into_one(roots, lambda r: r["key"]["status"] == "DCF" and r["key"]["failure"] == "value" and len(r["key"]["ops"]) == 1,
                      lambda r, o: (o["engine"] == r["engine"] and _wrong_shape_in(o, r["key"]["ops"])
                                    and list(o["key"].get("attrs", [])) == list(r["key"].get("attrs", []))))
+
+
+def absorb_same_source_line(roots: dict[str, dict[str, Any]]) -> None:
+    """Failures of one converter whose reduced repros fail at the same line of its source (the adapter's `where`,
+    "ops/ScatterElements.py:240") are one root cause, whatever operator or message keyed them: that line is the unit
+    of a defect to its maintainer, and the hand triages' rule for duplicates. Seed 77: onnx2tf's ScatterElements.py:240
+    as a ValueError and an InvalidArgumentError; Div and Sub both in common_functions.py's explicit_broadcast. Never a
+    crash (no line) and only roots with one line; into the worst, then earliest."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for rid, r in roots.items():
+        lines = r.get("where") or set()
+        if len(lines) == 1 and r["key"]["status"] in ("IF", "MCF") and not crash_or_hang(r["key"]["failure"]):
+            groups.setdefault((_converter(r), next(iter(lines))), []).append(rid)
+    for ids in groups.values():
+        into = min(ids, key=lambda i: (roots[i]["severity"], roots[i]["first_idx"] if roots[i]["first_idx"] is not None else 10**12, i))
+        for rid in sorted(ids):
+            if rid != into:
+                roots[into].setdefault("where", set()).update(roots[rid].get("where") or set())
+                _merge(roots, rid, roots[into])

@@ -284,3 +284,16 @@ def test_tensorflow_names_the_node_a_run_time_failure_happened_in(tmp_path):
         export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=20, pool=pool, policy=Policy.default())
     info = json.loads((out / "finding.json").read_text())
     assert info["reduction"]["nodes_after"] == 2 and info["reduction"]["passes"]["cone"]["accepted"] == 1, info["reduction"]
+
+
+def test_tensorflow_says_which_onnx2tf_line_a_conversion_failed_at(tmp_path):
+    """onnx2tf's Clip handler has no branch for a Clip with neither bound (valid since opset 11) and reads a tf_node it
+    never set (hand triage 10 #21): the adapter reports the onnx2tf line, which the triage clusters by."""
+    import numpy as np
+    from onnx import helper
+
+    g = helper.make_graph([helper.make_node("Clip", ["x"], ["y"], name="n0_Clip")], "g", [helper.make_tensor_value_info("x", 1, [2, 3])],
+                          [helper.make_tensor_value_info("y", 1, [2, 3])])
+    j = _judge_on(tmp_path, g, ["onnxruntime", "tensorflow-nhwc", "reference"], {"x": np.ones((2, 3), np.float32)})
+    out = j.verdict.results["tensorflow-nhwc"]
+    assert out.status == "MCF" and out.outcome.where.startswith("ops/Clip.py:"), (out.status, out.outcome.where)

@@ -299,6 +299,7 @@ REFERENCE_GAPS = [
     ("gatherelements-negative-axis", node("GatherElements", 2, axis=-1), [X4, np.zeros((1, 2, 4, 2), np.int64)], 17),
     ("convtranspose-output-shape", node("ConvTranspose", 2, output_shape=[5, 5]), [X4, np.ones((2, 1, 2, 2), F)], 17),
     ("clip-default-max-inf", node("Clip", 2), [np.array([1.0, np.inf], F), np.array(0.0, F)], 17),
+    ("lrn-batch-as-channels", node("LRN", size=3), [X4], 17),
 ]
 NEAR_MISSES = [
     ("lpnormalization-p1", node("LpNormalization", p=2), [X4], 17),
@@ -322,6 +323,7 @@ NEAR_MISSES = [
     ("convtranspose-output-shape", node("ConvTranspose", 2), [X4, np.ones((2, 1, 2, 2), F)], 17),
     ("clip-default-max-inf", node("Clip", 3), [np.array([1.0, np.inf], F), np.array(0.0, F), np.array(0.5, F)], 17),
     ("clip-default-max-inf", node("Clip", 2), [np.array([1.0, 2.0], F), np.array(0.0, F)], 17),
+    ("lrn-batch-as-channels", node("LpNormalization"), [X4], 17),
 ]
 
 

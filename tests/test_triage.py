@@ -875,3 +875,46 @@ def test_a_wrong_result_that_explicit_pads_fix_is_keyed_by_the_auto_pad_shorthan
     assert info["trigger"] == {"spelled_out": ["AveragePool.auto_pad=SAME_LOWER"]}, info.get("trigger")
     (root,) = cluster(tmp_path, [row])["root_causes"]
     assert root["key"]["message"] == SPELLED_OUT and list(root["key"]["attrs"]) == ["AveragePool.auto_pad=SAME_LOWER"] and root["held"] == ["AveragePool"]
+
+
+def test_failures_at_one_source_line_of_a_converter_are_one_root_cause():
+    """Seed 77: onnx2tf's ScatterElements.py:240 raised a ValueError in one repro and an InvalidArgumentError in
+    another, and Div and Sub both failed in common_functions.py's explicit_broadcast: keyed by operator and message they
+    were four root causes of two defects. Another line, another converter, or a crash stays apart."""
+    from ofuzz.triage import absorb_same_source_line
+
+    def root(rid, engine, where, failure="exception:ValueError", ops=("Div",), converted_as=None):
+        return {"id": rid, "engine": engine, "severity": 5, "key": {"status": "MCF", "failure": failure, "ops": list(ops), "attrs": [],
+                "message": ""}, "held": set(ops), "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]),
+                "first_model": rid, "where": {where}, **({"converted_as": converted_as} if converted_as else {})}
+
+    roots = {r["id"]: r for r in [root("s1", "tensorflow-nhwc", "ops/ScatterElements.py:240", ops=("ScatterElements",), converted_as="tensorflow"),
+                                  root("s2", "tensorflow-nhwc", "ops/ScatterElements.py:240", "exception:InvalidArgumentError", ("ScatterElements",), "tensorflow"),
+                                  root("d3", "tensorflow-nhwc", "utils/common_functions.py:1152", converted_as="tensorflow"),
+                                  root("d4", "tensorflow-nhwc", "utils/common_functions.py:1152", ops=("Sub",), converted_as="tensorflow"),
+                                  root("o5", "tensorflow-nhwc", "utils/common_functions.py:6637", ops=("ReduceL1",), converted_as="tensorflow"),
+                                  root("m6", "mnn", "utils/common_functions.py:1152"),
+                                  root("c7", "tensorflow-nhwc", "ops/ScatterElements.py:240", "crash", ("ScatterElements",), "tensorflow")]}
+    absorb_same_source_line(roots)
+    assert sorted(roots) == ["c7", "d3", "m6", "o5", "s1"] and roots["s1"]["absorbed"] == ["s2"] and roots["d3"]["absorbed"] == ["d4"]
+
+
+def test_an_omitted_default_is_the_trigger_of_a_crash_that_writing_it_out_turns_into_another_defects_error(tmp_path):
+    """Hand triage 11: MNN's AveragePool without strides feeding a two-input Mean crashes (SIGFPE); with strides=1 the
+    crash goes and MNN's own two-input Mean defect fails cleanly. The crash's trigger is still the omitted strides, so
+    the repro joins that root cause (it had stayed one of its own)."""
+    import os
+
+    from ofuzz.triage import omitted_defaults_trigger
+
+    nodes = [helper.make_node("AveragePool", ["x"], ["p"], name="n0_AveragePool", kernel_shape=[2, 2]),
+             helper.make_node("Mean", ["p", "p"], ["y"], name="n1_Mean")]
+    model = helper.make_model(helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [1, 2, 6, 6])],
+                                                [helper.make_tensor_value_info("y", F, None)]), opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (1, 2, 6, 6)).astype(np.float32)}
+    with EnginePool(resolve(["onnxruntime", "reference", "mnn"]), tmp_path / "pool") as pool:
+        pool.start()
+        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("MNN is not installed (ofuzz engines --install mnn)")
+        assert omitted_defaults_trigger(pool, model, feeds, "mnn", Policy.default(), "IF", crashed=True) == ["AveragePool.strides"]
+        assert omitted_defaults_trigger(pool, model, feeds, "mnn", Policy.default(), "IF", crashed=False) == []  # an error stays an error

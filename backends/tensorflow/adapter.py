@@ -34,9 +34,23 @@ def _failed_node(exc: BaseException) -> str | None:
     return name
 
 
+def _where(exc: BaseException) -> str:
+    """The onnx2tf source line the failure came from (its deepest frame inside onnx2tf: "ops/Max.py:86"). A converter
+    maintainer's unit of a defect is that line: two operators failing in one shared helper are one defect, and one
+    handler failing with two messages at one line is one too."""
+    where, tb = "", exc.__traceback__
+    while tb is not None:
+        path = tb.tb_frame.f_code.co_filename.replace(os.sep, "/")
+        if "/onnx2tf/" in path:
+            where = f"{path.rsplit('/onnx2tf/', 1)[1]}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
+
+
 def _name_failed_nodes(raised: BaseException, *failures: BaseException) -> None:
     """Tell ofuzz which nodes each conversion mode failed on (the worker forwards `failed_nodes`): the message names
-    a TensorFlow layer, not the ONNX node, and a model both modes fail on may fail at a different node in each."""
+    a TensorFlow layer, not the ONNX node, and a model both modes fail on may fail at a different node in each.
+    Also where in onnx2tf the reported failure happened (`where`)."""
     nodes: list[str] = []
     for exc in failures:
         n = _failed_node(exc)
@@ -44,6 +58,7 @@ def _name_failed_nodes(raised: BaseException, *failures: BaseException) -> None:
             nodes.append(n)
     try:
         raised.failed_nodes = nodes  # type: ignore[attr-defined]
+        raised.where = _where(raised)  # type: ignore[attr-defined]
     except (AttributeError, TypeError):
         pass
 

@@ -50,6 +50,7 @@ class Outcome:
     log_tail: str = ""
     time: float = 0.0
     nodes: list[str] = field(default_factory=list)  # ONNX nodes the adapter says it failed on (first to last)
+    where: str = ""  # the engine's source line it failed at, when its adapter can tell ("ops/Max.py:86")
     outputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
@@ -229,7 +230,7 @@ class Worker:
         msg = str(reply.get("message", ""))
         kind = "oom" if etype == "MemoryError" or any(m in msg for m in OOM_MARKERS) else "exception"
         return Outcome(stage, kind, etype=etype, message=msg, log_tail=keep_first_error(tail + "\n" + str(reply.get("traceback", "")), 3000), time=dt,
-                       nodes=[str(n) for n in reply.get("nodes") or []])
+                       nodes=[str(n) for n in reply.get("nodes") or []], where=str(reply.get("where") or ""))
 
     # -- engine steps ---------------------------------------------------------------
     def prepare(self, model_path: Path, inputs: list[str], outputs: list[str], timeout: float | None = None) -> Outcome:

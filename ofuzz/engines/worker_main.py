@@ -79,7 +79,9 @@ def main() -> None:
     def failure(exc: BaseException, tb: str) -> dict:
         # an adapter may name the ONNX nodes it failed on (`exc.failed_nodes`): a converter's message rarely does
         nodes = [str(n) for n in getattr(exc, "failed_nodes", None) or []][:8]
-        return {"ok": False, "etype": type(exc).__name__, "message": str(exc)[:4000], "traceback": tb[-4000:], "nodes": nodes}
+        # and the engine's own source line it failed at (`exc.where`), the unit of a defect to its maintainer
+        return {"ok": False, "etype": type(exc).__name__, "message": str(exc)[:4000], "traceback": tb[-4000:], "nodes": nodes,
+                "where": str(getattr(exc, "where", "") or "")[:200]}
 
     for line in requests:
         req = json.loads(line)
