@@ -392,6 +392,20 @@ def p_any_input_has_nan(arg: Any, ops: tuple[str, ...]) -> Cond:
     return lambda n: _any(_values(a, nan) for a in n.args)
 
 
+def p_any_input_has_subnormal(arg: Any, ops: tuple[str, ...]) -> Cond:
+    """Some float input holds a nonzero value smaller in magnitude than its type's smallest normal number."""
+    if arg is not True:
+        raise _Bad(f"any_input_has_subnormal takes true, got {arg!r}", "write any_input_has_subnormal: true")
+
+    def subnormal(v: np.ndarray) -> bool:
+        if not (_is_float(v) and v.dtype.kind == "f"):
+            return False
+        a = np.abs(v[np.isfinite(v)])
+        return bool(((a > 0) & (a < np.finfo(v.dtype).tiny)).any())
+
+    return lambda n: _any(_values(a, subnormal) for a in n.args)
+
+
 DIVERGENCES = ("shape", "dtype", "missing", "value", "nan", "inf", "failure")
 FAILURES = (*DIVERGENCES, "crash", "exit", "oom", "timeout", "exception", "upstream")  # a root key's failure class
 

@@ -601,18 +601,28 @@ def absorb_wrong_values_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> No
 
 def absorb_same_source_line(roots: dict[str, dict[str, Any]]) -> None:
     """Failures of one converter whose reduced repros fail at the same line of its source (the adapter's `where`,
-    "ops/ScatterElements.py:240") are one root cause, whatever operator or message keyed them: that line is the unit
-    of a defect to its maintainer, and the hand triages' rule for duplicates. Seed 77: onnx2tf's ScatterElements.py:240
-    as a ValueError and an InvalidArgumentError; Div and Sub both in common_functions.py's explicit_broadcast. Never a
-    crash (no line) and only roots with one line; into the worst, then earliest."""
+    "ops/ScatterElements.py:240:make_node") are one root cause, whatever operator or message keyed them: that line is
+    the unit of a defect to its maintainer, and the hand triages' rule for duplicates. In a shared helper (a function
+    outside the per-operator handlers, utils/...) the function is the unit: one misuse in two branches of it is one
+    defect. Seed 77: onnx2tf's ScatterElements.py:240 as a ValueError and an InvalidArgumentError; Div and Sub both in
+    explicit_broadcast; ReduceL1 and ReduceL2 at two lines of define_reduceXXX (hand triage 11 #24). Never a crash
+    (no line) and only roots with one place; into the worst, then earliest."""
     groups: dict[tuple[str, str], list[str]] = {}
     for rid, r in roots.items():
-        lines = r.get("where") or set()
-        if len(lines) == 1 and r["key"]["status"] in ("IF", "MCF") and not crash_or_hang(r["key"]["failure"]):
-            groups.setdefault((_converter(r), next(iter(lines))), []).append(rid)
+        places = {_place(w) for w in r.get("where") or set()}
+        if len(places) == 1 and r["key"]["status"] in ("IF", "MCF") and not crash_or_hang(r["key"]["failure"]):
+            groups.setdefault((_converter(r), next(iter(places))), []).append(rid)
     for ids in groups.values():
         into = min(ids, key=lambda i: (roots[i]["severity"], roots[i]["first_idx"] if roots[i]["first_idx"] is not None else 10**12, i))
         for rid in sorted(ids):
             if rid != into:
                 roots[into].setdefault("where", set()).update(roots[rid].get("where") or set())
                 _merge(roots, rid, roots[into])
+
+
+def _place(where: str) -> str:
+    """The unit of a defect at `where` ("path:line:function"): the line in a per-operator handler, the function in a
+    shared helper (utils/)."""
+    path, _, rest = where.partition(":")
+    line, _, function = rest.partition(":")
+    return f"{path}:{function}" if path.startswith("utils/") and function else f"{path}:{line}"

@@ -297,3 +297,21 @@ def test_tensorflow_says_which_onnx2tf_line_a_conversion_failed_at(tmp_path):
     j = _judge_on(tmp_path, g, ["onnxruntime", "tensorflow-nhwc", "reference"], {"x": np.ones((2, 3), np.float32)})
     out = j.verdict.results["tensorflow-nhwc"]
     assert out.status == "MCF" and out.outcome.where.startswith("ops/Clip.py:"), (out.status, out.outcome.where)
+
+
+def test_a_division_by_a_subnormal_that_tensorflow_flushes_is_not_a_bug(tmp_path):
+    """TensorFlow's CPU kernels flush subnormals to zero: 0.315 / 5.576e-39 is +inf there and 5.65e37 in onnxruntime
+    and the reference (hand triage 11 #14). The spec does not say which, so the finding is `undefined`, not a bug."""
+    import numpy as np
+    from onnx import helper
+
+    from ofuzz.judging import UNDEFINED
+
+    g = helper.make_graph([helper.make_node("Div", ["a", "b"], ["y"], name="n0_Div")], "g",
+                          [helper.make_tensor_value_info("a", 1, [4]), helper.make_tensor_value_info("b", 1, [4])],
+                          [helper.make_tensor_value_info("y", 1, [4])])
+    feeds = {"a": np.array([0.315, 1.0, 2.0, 3.0], np.float32), "b": np.array([5.576e-39, 1.0, 2.0, 4.0], np.float32)}
+    j = _judge_on(tmp_path, g, ["onnxruntime", "tensorflow", "reference"], feeds)
+    assert j.verdict.results["tensorflow"].status == "DCF", j.verdict.results["tensorflow"].status
+    (f,) = [f for f in j.findings if f.engine == "tensorflow"]
+    assert f.klass == UNDEFINED, (f.klass, f.detail)

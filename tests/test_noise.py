@@ -564,3 +564,13 @@ def test_without_skip_when_an_attribute_gap_holds_for_a_value_other_than_the_def
     isnan = nc.unsupported("mnn", mnn_not_support("IsNaN"))
     assert nc.gap_in(one_node("IsNaN", x4), [isnan]) == isnan
     assert nc.gap_in(one_node("Relu", x4), [isnan]) is None
+
+
+def test_a_subnormal_operand_is_the_platforms_choice_not_a_defect(nc):
+    """Hand triage 11 #14: TensorFlow flushes subnormals to zero by design; Div by 5.6e-39 gave +inf."""
+    div = node("Div", 2)
+    assert nc.undefined(div, [np.array([0.315], F), np.array([5.576e-39], F)]).rule == "subnormal-operands"
+    assert nc.undefined(div, [np.array([0.315], F), np.array([1.2e-38], F)]) is None  # the smallest normal is 1.18e-38
+    assert nc.undefined(div, [np.array([0.315], F), np.array([0.0], F)]) is None
+    assert nc.undefined(node("Greater", 2), [np.array([2e-41], F), np.array([0.0], F)]).rule == "subnormal-operands"
+    assert nc.undefined(node("Add", 2), [np.array([1], np.int32), np.array([0], np.int32)]) is None

@@ -892,11 +892,16 @@ def test_failures_at_one_source_line_of_a_converter_are_one_root_cause():
                                   root("s2", "tensorflow-nhwc", "ops/ScatterElements.py:240", "exception:InvalidArgumentError", ("ScatterElements",), "tensorflow"),
                                   root("d3", "tensorflow-nhwc", "utils/common_functions.py:1152", converted_as="tensorflow"),
                                   root("d4", "tensorflow-nhwc", "utils/common_functions.py:1152", ops=("Sub",), converted_as="tensorflow"),
-                                  root("o5", "tensorflow-nhwc", "utils/common_functions.py:6637", ops=("ReduceL1",), converted_as="tensorflow"),
+                                  root("o5", "tensorflow-nhwc", "utils/common_functions.py:6637:define_reduceXXX", ops=("ReduceL1",), converted_as="tensorflow"),
                                   root("m6", "mnn", "utils/common_functions.py:1152"),
-                                  root("c7", "tensorflow-nhwc", "ops/ScatterElements.py:240", "crash", ("ScatterElements",), "tensorflow")]}
+                                  root("c7", "tensorflow-nhwc", "ops/ScatterElements.py:240", "crash", ("ScatterElements",), "tensorflow"),
+                                  # one helper function, two lines: one misuse (tf.norm with three axes); one handler, two lines: two defects
+                                  root("o8", "tensorflow-nhwc", "utils/common_functions.py:6644:define_reduceXXX", ops=("ReduceL2",), converted_as="tensorflow"),
+                                  root("l9", "tensorflow-nhwc", "ops/LSTM.py:809:make_node", ops=("LSTM",), converted_as="tensorflow"),
+                                  root("l0", "tensorflow-nhwc", "ops/LSTM.py:492:make_node", ops=("LSTM",), converted_as="tensorflow")]}
     absorb_same_source_line(roots)
-    assert sorted(roots) == ["c7", "d3", "m6", "o5", "s1"] and roots["s1"]["absorbed"] == ["s2"] and roots["d3"]["absorbed"] == ["d4"]
+    assert sorted(roots) == ["c7", "d3", "l0", "l9", "m6", "o5", "s1"] and roots["s1"]["absorbed"] == ["s2"] and roots["d3"]["absorbed"] == ["d4"]
+    assert roots["o5"]["absorbed"] == ["o8"]
 
 
 def test_an_omitted_default_is_the_trigger_of_a_crash_that_writing_it_out_turns_into_another_defects_error(tmp_path):

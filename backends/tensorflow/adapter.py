@@ -35,14 +35,15 @@ def _failed_node(exc: BaseException) -> str | None:
 
 
 def _where(exc: BaseException) -> str:
-    """The onnx2tf source line the failure came from (its deepest frame inside onnx2tf: "ops/Max.py:86"). A converter
-    maintainer's unit of a defect is that line: two operators failing in one shared helper are one defect, and one
-    handler failing with two messages at one line is one too."""
+    """The onnx2tf source line the failure came from, and its function (its deepest frame inside onnx2tf:
+    "ops/Max.py:86:make_node"). A converter maintainer's unit of a defect is that line: two operators failing in one
+    shared helper are one defect, and one handler failing with two messages at one line is one too."""
     where, tb = "", exc.__traceback__
     while tb is not None:
-        path = tb.tb_frame.f_code.co_filename.replace(os.sep, "/")
+        code = tb.tb_frame.f_code
+        path = code.co_filename.replace(os.sep, "/")
         if "/onnx2tf/" in path:
-            where = f"{path.rsplit('/onnx2tf/', 1)[1]}:{tb.tb_lineno}"
+            where = f"{path.rsplit('/onnx2tf/', 1)[1]}:{tb.tb_lineno}:{code.co_name}"
         tb = tb.tb_next
     return where
 
