@@ -93,6 +93,16 @@ class SecondOpinions:
         return bool(names) and all(any(RULE.compare_outputs({n: y}, expected, [n]).ok for y in readings(run.outputs[n]))
                                    for n in names if n in run.outputs) and all(n in run.outputs for n in names)
 
+    def runs(self, name: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> bool | None:
+        """True when engine `name` converts and runs the model (None: it is not available here)."""
+        if name not in self.specs:
+            return None
+        pool = self._pool(name)
+        if name in pool.unavailable:
+            return None
+        prep, run = pool.execute_model(model, feeds, [name]).get(name, (None, None))
+        return prep is not None and prep.ok and run is not None and run.ok
+
     def close(self) -> None:
         with self.lock:
             for p in self.pools:

@@ -166,7 +166,9 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
                        {**base, "pre_key": key}, red_judged)
     key = _root_key(engine, hit, judged, info, red_model, red_feeds)
     if hit.status != DCF and not crash_like(key.failure) and len(red_model.graph.node) >= 2:
-        seen_by = witnesses(pool, red_model, red_feeds, engine, value_engine)
+        users = ((lambda m, f: opinions.runs(second, m, f) is not False)  # type: ignore[union-attr]
+                 if opinions is not None and second and engine != second else None)
+        seen_by = witnesses(pool, red_model, red_feeds, engine, value_engine, users)
         if seen_by:  # the failing sink runs alone: it only shows a defect upstream, which is the root cause
             info["witnesses"] = [red_model.graph.node[i].op_type for i in seen_by]
             key = upstream_of(key, without(red_model, seen_by))
@@ -544,7 +546,8 @@ def absorb_upstream_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> None:
 
 
 def absorb_across_modes(roots: dict[str, dict[str, Any]]) -> None:
-    """A one-operator failure in one mode of a converter (a one-node repro that fails, or `upstream X`) joins the
+    """A one-operator failure in one mode of a converter (a repro of up to three nodes keyed by one operator, or
+    `upstream X`) joins the
     converter's one root cause of that operator in its other mode: a wrong shape, or the operator failing alone. One
     handler serves both modes, and the mode decides only how its mistake shows (hand triage 10: onnx2tf's OneHot.py:137
     adds a negative axis twice, a wrong shape in keep-shape mode and a ValueError in the default one; its RoiAlign on a
@@ -553,7 +556,7 @@ def absorb_across_modes(roots: dict[str, dict[str, Any]]) -> None:
     def one_op_failure(r: dict[str, Any]) -> bool:
         k = r["key"]
         return (k["status"] in ("IF", "MCF") and not crash_or_hang(k["failure"]) and len(k["ops"]) == 1
-                and k.get("message") not in SHOWN_TRIGGERS and (k["failure"] == UPSTREAM or r.get("nodes") == 1))
+                and k.get("message") not in SHOWN_TRIGGERS and (k["failure"] == UPSTREAM or (r.get("nodes") or 99) <= WELL_REDUCED))
 
     def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
         fails_alone = one_op_failure(o) and o["key"]["failure"] != UPSTREAM

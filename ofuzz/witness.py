@@ -14,7 +14,7 @@ the repro (the repro needs it) but leaves the root-cause key.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import onnx
@@ -32,13 +32,19 @@ def sinks(model: onnx.ModelProto, among: list[int] | None = None) -> list[int]:
     return [k for k in among if not any(o in consumed for o in model.graph.node[k].output if o)]
 
 
-def witnesses(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], blamed: str, value_engine: str) -> list[int]:
+def witnesses(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], blamed: str, value_engine: str,
+              also_runs: Callable[[onnx.ModelProto, dict[str, np.ndarray]], bool] | None = None) -> list[int]:
     """Indices of the repro's nodes that only witness a defect upstream: its single sink if that runs on `blamed` when
     cut out alone, then the single sink of what is left, and so on, while at least one node remains.
 
     Peeling goes on past the first witness because a wrong layout handed on is carried by every layout-agnostic node
     on the way (ConstantOfShape → Pad → Where fails at Where, and Pad fed the same values runs too): keyed after one
-    step that chain and ConstantOfShape → Reshape were two root causes of one defect (hand triage #5)."""
+    step that chain and ConstantOfShape → Reshape were two root causes of one defect (hand triage #5).
+
+    `also_runs`: the sink must also run alone there (the same converter in the mode its users run). onnx2tf's
+    keep-shape mode feeds a cut-out sink in ONNX layout, which never shows a handler that mishandles channel-last
+    inputs; the default mode does (hand triage 11: ReverseSequence after AveragePool, keyed `upstream AveragePool`,
+    fails alone in the default mode)."""
     nodes = len(model.graph.node)
     if not 2 <= nodes <= MAX_NODES or len(sinks(model)) != 1 or value_engine == blamed:
         return []
@@ -56,7 +62,7 @@ def witnesses(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], b
             break
         m1, f1 = built
         p1, r1 = pool.execute_model(m1, f1, [blamed]).get(blamed, (None, None))
-        if p1 is None or not p1.ok or r1 is None or not r1.ok:
+        if p1 is None or not p1.ok or r1 is None or not r1.ok or (also_runs is not None and not also_runs(m1, f1)):
             break
         peeled += ends
         left = [k for k in left if k not in ends]

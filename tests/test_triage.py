@@ -923,3 +923,24 @@ def test_an_omitted_default_is_the_trigger_of_a_crash_that_writing_it_out_turns_
             pytest.skip("MNN is not installed (ofuzz engines --install mnn)")
         assert omitted_defaults_trigger(pool, model, feeds, "mnn", Policy.default(), "IF", crashed=True) == ["AveragePool.strides"]
         assert omitted_defaults_trigger(pool, model, feeds, "mnn", Policy.default(), "IF", crashed=False) == []  # an error stays an error
+
+
+def test_a_sink_that_fails_alone_in_the_users_mode_is_not_a_witness(tmp_path):
+    """Hand triage 11: onnx2tf's keep-shape mode feeds a cut-out sink in ONNX layout, so a ReverseSequence that
+    mishandles channel-last inputs ran alone there and was taken for a witness of AveragePool (`upstream AveragePool`);
+    alone in the default mode it fails. A sink is a witness only if it also runs in the users' mode."""
+    from ofuzz.witness import witnesses
+
+    specs = [double("testdouble", {"Relu": "prepare:handoff"}), *resolve(["onnxruntime", "reference"])]
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="n0_Relu"), helper.make_node("Abs", ["x"], ["b"], name="n1_Abs"),
+             helper.make_node("Add", ["a", "b"], ["y"], name="n2_Add")]
+    model = helper.make_model(helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])]),
+                              opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)}
+    asked = []
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        assert witnesses(pool, model, feeds, "testdouble", "onnxruntime") == [2]
+        assert witnesses(pool, model, feeds, "testdouble", "onnxruntime", lambda m, f: asked.append(m.graph.node[0].op_type) or False) == []
+        assert witnesses(pool, model, feeds, "testdouble", "onnxruntime", lambda m, f: True) == [2]
+    assert asked == ["Add"]
