@@ -351,7 +351,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
         if klass != BUG:
             continue
         nodes = rep.get("reduction", {}).get("nodes_after", 0)
-        failed_op = ((rep.get("repro_failure") or {}).get("failed_ops") or [None])[-1]
+        failed_op = keyed_failed_op(rep.get("repro_failure") or {})
         sig, raw_key = Signature.parse(rep["signature"]), RootKey.from_json(rep["root"])
         if failed_op is None and crash_like(raw_key.failure) and sig.op in raw_key.ops:
             failed_op = sig.op  # a crash the reducer could not shrink, in the operator its log named (MNN: "... compute LSTM")
@@ -407,6 +407,15 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
             rc["where"] = sorted(rc["where"])
     ranked = sorted(roots.values(), key=lambda r: (r["severity"], r["engine"], -r["occurrences"], r["id"]))
     return {"root_causes": ranked, "classes": {k: sorted(v) for k, v in classes.items()}}
+
+
+def keyed_failed_op(repro_failure: dict[str, Any]) -> str | None:
+    """The operator a reduced repro's failure keys on: the one a conversion failed in is where the defect is; the layer
+    a run-time failure surfaced in is often only where a wrong shape met its consumer (seed 77: an Expand's layout
+    defect failed in a Min 8 nodes down), so it guides the reducer's cut but does not key the root cause."""
+    if repro_failure.get("status") == "IF":
+        return None
+    return (repro_failure.get("failed_ops") or [None])[-1]
 
 
 FAMILY = "family"

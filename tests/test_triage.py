@@ -944,3 +944,13 @@ def test_a_sink_that_fails_alone_in_the_users_mode_is_not_a_witness(tmp_path):
         assert witnesses(pool, model, feeds, "testdouble", "onnxruntime", lambda m, f: asked.append(m.graph.node[0].op_type) or False) == []
         assert witnesses(pool, model, feeds, "testdouble", "onnxruntime", lambda m, f: True) == [2]
     assert asked == ["Add"]
+
+
+def test_a_run_time_failure_is_not_keyed_by_the_layer_it_surfaced_in():
+    """A conversion failure is keyed by the operator it failed in; a run-time failure's layer (which the TensorFlow
+    adapter now names, for the reducer's cut) is often only where a wrong shape met its consumer."""
+    from ofuzz.triage import keyed_failed_op
+
+    assert keyed_failed_op({"status": "MCF", "failed_ops": ["Concat", "Pow"]}) == "Pow"
+    assert keyed_failed_op({"status": "IF", "failed_ops": ["Min"]}) is None
+    assert keyed_failed_op({"status": "MCF", "failed_ops": []}) is None and keyed_failed_op({}) is None
