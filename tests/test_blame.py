@@ -177,24 +177,31 @@ def test_a_convolution_sums_its_kernel_and_channels_and_its_magnitude_uses_the_w
     assert not within_float32(tol.rule, bound, {"y": wrong.astype(np.float32)}, {"y": exact}, {"y": mag}, n_terms(x, got, conv))
 
 
-def test_the_references_mvn_of_nearly_equal_pairs_is_the_specs_formula_in_float32_not_a_defect(tmp_path):
-    """Hand triage 10 #15: the reference runs MeanVarianceNormalization's function body, Var = E[X^2] - E[X]^2, in
-    float32; over pairs of nearly equal values it cancels (outputs +-0.07 for +-1, NaN where it went below zero) and
-    was reported as the reference's defect. Its float64 version does not type-check (the body's constants are float32),
-    so the exact answer comes from the formula; the normalization bound then covers it. 0.5% off stays outside."""
+def judge_stored_precision_case(tmp_path, name: str, blamed: str):
+    """tests/data/precision/<name>: its model, inputs and the finding on `blamed` judged by onnxruntime, the reference
+    and MNN with the shipped tolerances (the blamed engine must be the one DCF)."""
     from ofuzz.npz import load_npz
-    from ofuzz.precision import centering_terms, exact_by_formula, n_terms, within_float32
 
     data = Path(__file__).parent / "data" / "precision"
-    name = "reference-mvn-nearly-equal-pairs"
     model, feeds = onnx.load(str(data / f"{name}.onnx")), load_npz(data / f"{name}.inputs.npz")
     with EnginePool(resolve(["onnxruntime", "reference", "mnn"]), tmp_path / "pool") as pool:
         pool.start()
         if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
             pytest.skip("MNN is not installed (ofuzz engines --install mnn): it is the third engine of this vote")
         j = judge_model(pool, model, data / f"{name}.onnx", feeds, policy=Policy(tolerances=load_tolerances()))
-    assert j.verdict.results["reference"].status == "DCF"
-    (f,) = [f for f in j.findings if f.engine == "reference"]
+    assert j.verdict.results[blamed].status == "DCF"
+    (f,) = [f for f in j.findings if f.engine == blamed]
+    return model, feeds, f
+
+
+def test_the_references_mvn_of_nearly_equal_pairs_is_the_specs_formula_in_float32_not_a_defect(tmp_path):
+    """Hand triage 10 #15: the reference runs MeanVarianceNormalization's function body, Var = E[X^2] - E[X]^2, in
+    float32; over pairs of nearly equal values it cancels (outputs +-0.07 for +-1, NaN where it went below zero) and
+    was reported as the reference's defect. Its float64 version does not type-check (the body's constants are float32),
+    so the exact answer comes from the formula; the normalization bound then covers it. 0.5% off stays outside."""
+    from ofuzz.precision import centering_terms, exact_by_formula, n_terms, within_float32
+
+    model, feeds, f = judge_stored_precision_case(tmp_path, "reference-mvn-nearly-equal-pairs", "reference")
     assert f.klass == DRIFT_CLASS, f.detail
     tol, out = load_tolerances(), model.graph.output[0].name
     exact = exact_by_formula(model, feeds)
@@ -208,18 +215,7 @@ def test_an_instance_normalization_of_one_large_element_per_channel_is_drift_and
     sigma = sqrt(epsilon), s ~ 160, and x = 9975 puts x * s at 1.6e6, where float32 steps by 0.125: the answer (beta)
     came out 0.018 off and was reported as an onnxruntime defect. The normalization bound covers that cancellation;
     on ordinary inputs it is ~1e-6, so the test double's InstanceNormalization, 0.5% off, stays a bug."""
-    from ofuzz.npz import load_npz
-
-    data = Path(__file__).parent / "data" / "precision"
-    name = "onnxruntime-instancenorm-one-element-x1e4"
-    model, feeds = onnx.load(str(data / f"{name}.onnx")), load_npz(data / f"{name}.inputs.npz")
-    with EnginePool(resolve(["onnxruntime", "reference", "mnn"]), tmp_path / "pool") as pool:
-        pool.start()
-        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
-            pytest.skip("MNN is not installed (ofuzz engines --install mnn): it is the third engine of this vote")
-        j = judge_model(pool, model, data / f"{name}.onnx", feeds, policy=Policy(tolerances=load_tolerances()))
-    assert j.verdict.results["onnxruntime"].status == "DCF"
-    (f,) = [f for f in j.findings if f.engine == "onnxruntime"]
+    _, _, f = judge_stored_precision_case(tmp_path, "onnxruntime-instancenorm-one-element-x1e4", "onnxruntime")
     assert f.klass == DRIFT_CLASS, f.detail
     rng = np.random.default_rng(10)
     g = helper.make_graph([helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], name="n0_InstanceNormalization")], "g",
