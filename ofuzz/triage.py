@@ -454,7 +454,13 @@ def absorb_shown_triggers(roots: dict[str, dict[str, Any]]) -> None:
     for rid, r in roots.items():
         if r["key"].get("message") in SHOWN_TRIGGERS:
             groups.setdefault((_converter(r), r["key"]["message"], tuple(r["key"]["attrs"])), []).append(rid)
-    for ids in groups.values():
+    _merge_groups(roots, groups.values())
+
+
+def _merge_groups(roots: dict[str, dict[str, Any]], groups: Any) -> None:
+    """Each group of root cause ids becomes one: into the worst, then the earliest (the severity and the first model
+    stay the group's)."""
+    for ids in groups:
         into = min(ids, key=lambda i: (roots[i]["severity"], roots[i]["first_idx"] if roots[i]["first_idx"] is not None else 10**12, i))
         for rid in sorted(ids):
             if rid != into:
@@ -489,12 +495,14 @@ def _absorb_into_one(roots: dict[str, dict[str, Any]], wants: Callable[[dict[str
 
 
 def _merge(roots: dict[str, dict[str, Any]], rid: str, target: dict[str, Any]) -> None:
-    """Root cause `rid` joins `target`: its signatures, findings, occurrences and earliest model."""
+    """Root cause `rid` joins `target`: its signatures, findings, occurrences, source lines and earliest model."""
     r = roots.pop(rid)
     target["signatures"] += [s for s in r["signatures"] if s not in target["signatures"]]
     target["findings"] += r["findings"]
     target["occurrences"] += r["occurrences"]
     target.setdefault("absorbed", []).append(rid)
+    if r.get("where"):  # the converter source lines its repros failed at
+        target.setdefault("where", set()).update(r["where"])
     if "severity" in r:  # as bad as its worst member
         target["severity"] = min(target.get("severity", r["severity"]), r["severity"])
     if r["first_idx"] is not None and (target["first_idx"] is None or r["first_idx"] < target["first_idx"]):
@@ -556,8 +564,8 @@ def absorb_upstream_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> None:
 
 def absorb_across_modes(roots: dict[str, dict[str, Any]]) -> None:
     """A one-operator failure in one mode of a converter (a repro of up to three nodes keyed by one operator, or
-    `upstream X`) joins the
-    converter's one root cause of that operator in its other mode: a wrong shape, or the operator failing alone. One
+    `upstream X`) joins the converter's one root cause of that operator in its other mode: a wrong shape, or the
+    operator failing alone. One
     handler serves both modes, and the mode decides only how its mistake shows (hand triage 10: onnx2tf's OneHot.py:137
     adds a negative axis twice, a wrong shape in keep-shape mode and a ValueError in the default one; its RoiAlign on a
     1x1 map divides by H-1 = 0 and fails alone in keep-shape mode, and in the default one in the Add that consumes it).
@@ -624,12 +632,7 @@ def absorb_same_source_line(roots: dict[str, dict[str, Any]]) -> None:
         places = {_place(w) for w in r.get("where") or set()}
         if len(places) == 1 and r["key"]["status"] in ("IF", "MCF") and not crash_or_hang(r["key"]["failure"]):
             groups.setdefault((_converter(r), next(iter(places))), []).append(rid)
-    for ids in groups.values():
-        into = min(ids, key=lambda i: (roots[i]["severity"], roots[i]["first_idx"] if roots[i]["first_idx"] is not None else 10**12, i))
-        for rid in sorted(ids):
-            if rid != into:
-                roots[into].setdefault("where", set()).update(roots[rid].get("where") or set())
-                _merge(roots, rid, roots[into])
+    _merge_groups(roots, groups.values())
 
 
 def _place(where: str) -> str:
