@@ -149,8 +149,10 @@ def spelled_out_key(key: RootKey, wrote: list[str]) -> RootKey:
     failed. onnx2tf's AveragePool with SAME_LOWER came back as four root causes in the seed-76 campaign: wrong values
     in one mode, two conversion errors and an upstream failure in the other."""
     crash = crash_like(key.failure)
-    return RootKey(key.engine, ANY_STAGE if crash else key.status, "crash" if crash else key.failure, (),
-                   tuple(sorted(set(wrote))), (), SPELLED_OUT)
+    # SAME_UPPER and SAME_LOWER alike: a handler that mishandles one mishandles the other (hand triage 12: onnx2tf's
+    # AveragePool reads its pool size from the absent pads under either; onnxruntime's MaxPool ignores dilations)
+    attrs = tuple(sorted({f"{w.split('=', 1)[0]} spelled out" for w in wrote}))
+    return RootKey(key.engine, ANY_STAGE if crash else key.status, "crash" if crash else key.failure, (), attrs, (), SPELLED_OUT)
 
 
 def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None) -> RootKey:

@@ -373,6 +373,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
         rc["severity"] = min(rc["severity"], severity)  # a family is as bad as its worst member
         if fam is not None:
             rc["family_why"] = fam.why
+            rc["family_failures"] = list(fam.failures)
         rc["held"] |= set(RootKey.from_json(rep["root"]).ops)  # every operator its repros hold, reduced or not
         if key.message in SHOWN_TRIGGERS:  # keyed by the attribute alone: which operators lacked it (or used the shorthand)
             trigger = rep.get("trigger") or {}
@@ -589,8 +590,13 @@ def _converter(root: dict[str, Any]) -> str:
 
 
 def _wrong_shape_in(root: dict[str, Any], ops: Any) -> bool:
-    """Is `root` a `DCF shape` root cause in exactly these operators (the target other symptoms of one defect join)?"""
-    return root["key"]["status"] == "DCF" and root["key"]["failure"] == "shape" and list(root["key"]["ops"]) == list(ops)
+    """Is `root` a `DCF shape` root cause in exactly these operators, or a family of them whose failures include a wrong
+    shape (the target other symptoms of one defect join)? Hand triage 12: the reference MaxPool's misread pad order,
+    a family, and its wrong shape surfacing in a Where (`upstream MaxPool`) were two root causes."""
+    k = root["key"]
+    if k["status"] == FAMILY:
+        return "shape" in (root.get("family_failures") or []) and set(ops) <= set(k["ops"])
+    return k["status"] == "DCF" and k["failure"] == "shape" and list(k["ops"]) == list(ops)
 
 
 def absorb_refusal_into_crash(roots: dict[str, dict[str, Any]]) -> None:

@@ -408,6 +408,12 @@ def test_a_crash_repro_says_reproduced_instead_of_dying(tmp_path):
     assert info["repro_check"].startswith("reproduced"), info["repro_check"]
     r = subprocess.run([sys.executable, "repro.py"], cwd=out, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "REPRODUCED: the engine crashed the process (SIGSEGV)" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])
+    # hand triage 12: a repro written for a wrong value that now crashes (or a crash that now gives a wrong value) is
+    # not that finding: repro.py says so and exits 0, so the export calls it unconfirmed
+    info["repro_failure"] = {**info["repro_failure"], "status": "DCF", "kind": "ok"}
+    (out / "finding.json").write_text(__import__("json").dumps(info))
+    r = subprocess.run([sys.executable, "repro.py"], cwd=out, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "not reproduced: this finding is DCF (ok), and the model now crashes the engine" in r.stdout, r.stdout
 
 
 def test_a_failure_is_reduced_when_the_engines_that_ran_the_model_disagree(tmp_path):
@@ -570,6 +576,13 @@ def test_an_upstream_failure_joins_the_wrong_shape_of_its_producer():
                                   root("v3", "DCF", "value", ["Conv"]), root("u4", "IF", "upstream", ["Conv"])]}
     absorb_upstream_into_wrong_shape(roots)
     assert sorted(roots) == ["s1", "u4", "v3"] and roots["s1"]["absorbed"] == ["u2"] and roots["s1"]["first_idx"] == 1
+    # hand triage 12: a family whose failures include a wrong shape takes the upstream failure too; one without does not
+    fam = {**root("f5", "family", "reference-maxpool-pads-order", ["MaxPool"]), "engine": "reference", "family_failures": ["shape"]}
+    other = {**root("g7", "family", "mnn-exp-kernel", ["Exp", "Softplus"]), "family_failures": ["value", "inf"]}
+    roots = {r["id"]: r for r in [fam, {**root("u6", "IF", "upstream", ["MaxPool"]), "engine": "reference"}, other,
+                                  root("u8", "IF", "upstream", ["Exp"])]}
+    absorb_upstream_into_wrong_shape(roots)
+    assert sorted(roots) == ["f5", "g7", "u8"] and roots["f5"]["absorbed"] == ["u6"]
 
 
 def test_an_upstream_failure_in_the_users_mode_joins_the_wrong_shape_of_the_other_mode():
@@ -602,7 +615,7 @@ def test_one_shown_trigger_of_one_converter_is_one_root_cause_whatever_the_failu
                 "message": message}, "held": set(), "signatures": [rid], "findings": [rid], "occurrences": 1,
                 "first_idx": int(rid[-1]), "first_model": rid, **({"converted_as": converted_as} if converted_as else {})}
 
-    same_lower = ["AveragePool.auto_pad=SAME_LOWER"]
+    same_lower = ["AveragePool.auto_pad spelled out"]
     roots = {r["id"]: r for r in [root("e1", "mnn", "exception:RuntimeError", ["strides omitted"], 4),
                                   root("c2", "mnn", "crash", ["strides omitted"], 0),
                                   root("d3", "mnn", "crash", ["dilations omitted"], 0),
@@ -611,7 +624,7 @@ def test_one_shown_trigger_of_one_converter_is_one_root_cause_whatever_the_failu
                                   # the default mode (its failures are moved there: converted_as the campaign's engine)
                                   root("v5", "tensorflow", "value", same_lower, 2, SPELLED_OUT, "DCF"),
                                   root("m6", "tensorflow-nhwc", "exception:ValueError", same_lower, 5, SPELLED_OUT, "MCF", "tensorflow"),
-                                  root("w7", "tensorflow", "value", ["Conv.auto_pad=SAME_LOWER"], 2, SPELLED_OUT, "DCF")]}
+                                  root("w7", "tensorflow", "value", ["Conv.auto_pad spelled out"], 2, SPELLED_OUT, "DCF")]}
     absorb_shown_triggers(roots)
     assert sorted(roots) == ["c2", "d3", "t4", "v5", "w7"] and roots["c2"]["absorbed"] == ["e1"] and roots["c2"]["first_idx"] == 1
     assert roots["v5"]["absorbed"] == ["m6"]
@@ -874,7 +887,7 @@ def test_a_wrong_result_that_explicit_pads_fix_is_keyed_by_the_auto_pad_shorthan
     info = json.loads((out / "finding.json").read_text())
     assert info["trigger"] == {"spelled_out": ["AveragePool.auto_pad=SAME_LOWER"]}, info.get("trigger")
     (root,) = cluster(tmp_path, [row])["root_causes"]
-    assert root["key"]["message"] == SPELLED_OUT and list(root["key"]["attrs"]) == ["AveragePool.auto_pad=SAME_LOWER"] and root["held"] == ["AveragePool"]
+    assert root["key"]["message"] == SPELLED_OUT and list(root["key"]["attrs"]) == ["AveragePool.auto_pad spelled out"] and root["held"] == ["AveragePool"]
 
 
 def test_failures_at_one_source_line_of_a_converter_are_one_root_cause():
