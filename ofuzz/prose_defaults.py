@@ -1,4 +1,5 @@
-"""Attributes whose default the ONNX spec gives only in prose, and whether a failure is an engine not supplying it.
+"""Attributes whose default the ONNX spec gives only in prose, and shorthands that stand for explicit values: the
+rewrites the triage uses to show that a failure is an engine not supplying a default, or mishandling auto_pad.
 
 Conv, ConvTranspose and the pools say "If not present, the stride defaults to 1 along each spatial axis" (dilations
 1, pads 0), but their schemas carry no default value, so an importer that reads the attribute without a fallback
@@ -67,17 +68,18 @@ def written_out(model: onnx.ModelProto, only: set[str] | None = None) -> tuple[o
     return out, sorted(set(wrote))
 
 
-
-
 SAME_PADDED = ("Conv", "AveragePool", "MaxPool", "LpPool", "ConvInteger")  # ConvTranspose's SAME_* fixes the output, not pads
+
+
+def _auto_pad(node: onnx.NodeProto) -> str:
+    return next((a.s.decode() for a in node.attribute if a.name == "auto_pad"), "NOTSET")
 
 
 def explicit_pads(node: onnx.NodeProto, in_shape: tuple[int, ...], kernel: list[int]) -> list[int] | None:
     """The pads auto_pad=SAME_UPPER/SAME_LOWER stands for on an input of spatial shape `in_shape` (the spec: output
     ceil(in / stride); the total padding split evenly, the odd one at the end for SAME_UPPER, at the start for LOWER)."""
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-    mode = attrs.get("auto_pad", b"NOTSET")
-    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    mode = _auto_pad(node)
     if mode not in ("SAME_UPPER", "SAME_LOWER") or len(kernel) != len(in_shape):
         return None
     n = len(kernel)
@@ -96,7 +98,7 @@ def auto_pad_written_out(model: onnx.ModelProto, shapes: dict[str, tuple[int, ..
     """A copy with every auto_pad=SAME_* of Conv and the pools replaced by the explicit pads it stands for (`shapes`:
     each node input's full shape), and what was replaced ("AveragePool.auto_pad=SAME_LOWER"). The same test as for an
     omitted default: if the engine is right once the shorthand is spelled out, the shorthand is the trigger, whatever
-    the failure looked like (onnx2tf's AveragePool with SAME_LOWER came back as five root causes: wrong values, two
+    the failure looked like (onnx2tf's AveragePool with SAME_LOWER came back as four root causes: wrong values, two
     conversion errors, and an upstream failure)."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
@@ -112,7 +114,7 @@ def auto_pad_written_out(model: onnx.ModelProto, shapes: dict[str, tuple[int, ..
         pads = explicit_pads(node, tuple(x[2:]) if x else (), kernel) if x else None
         if pads is None:
             continue
-        mode = attrs["auto_pad"].decode() if isinstance(attrs["auto_pad"], bytes) else str(attrs["auto_pad"])
+        mode = _auto_pad(node)
         keep = [a for a in node.attribute if a.name not in ("auto_pad", "pads")]
         del node.attribute[:]
         node.attribute.extend(keep)

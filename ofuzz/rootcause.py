@@ -133,10 +133,13 @@ def omitted_default_key(key: RootKey, wrote: list[str]) -> RootKey:
     prose_defaults) are written out: the engine and the attribute, not the operator or the stage. MNN's pools
     without strides came back as five root causes in the seed-76 campaign: a run-time SIGFPE per operator, and a
     converter SIGILL whenever a consumer made the converter compute shapes."""
-    attrs = tuple(sorted({w.split(".", 1)[1] for w in wrote}))
+    return _shown_trigger_key(key, {f"{w.split('.', 1)[1]} omitted" for w in wrote}, OMITTED_DEFAULT)
+
+
+def _shown_trigger_key(key: RootKey, attrs: set[str], message: str) -> RootKey:
+    """A key by the trigger alone: engine, failure (any crash alike, at whichever stage) and the trigger's marks."""
     crash = crash_like(key.failure)
-    return RootKey(key.engine, ANY_STAGE if crash else key.status, "crash" if crash else key.failure, (),
-                   tuple(f"{a} omitted" for a in attrs), (), OMITTED_DEFAULT)
+    return RootKey(key.engine, ANY_STAGE if crash else key.status, "crash" if crash else key.failure, (), tuple(sorted(attrs)), (), message)
 
 
 SPELLED_OUT = "gets a shorthand wrong that it gets right spelled out"
@@ -148,11 +151,9 @@ def spelled_out_key(key: RootKey, wrote: list[str]) -> RootKey:
     see prose_defaults.auto_pad_written_out): the engine, the operator and the shorthand, not the stage or how it
     failed. onnx2tf's AveragePool with SAME_LOWER came back as four root causes in the seed-76 campaign: wrong values
     in one mode, two conversion errors and an upstream failure in the other."""
-    crash = crash_like(key.failure)
     # SAME_UPPER and SAME_LOWER alike: a handler that mishandles one mishandles the other (hand triage 12: onnx2tf's
     # AveragePool reads its pool size from the absent pads under either; onnxruntime's MaxPool ignores dilations)
-    attrs = tuple(sorted({f"{w.split('=', 1)[0]} spelled out" for w in wrote}))
-    return RootKey(key.engine, ANY_STAGE if crash else key.status, "crash" if crash else key.failure, (), attrs, (), SPELLED_OUT)
+    return _shown_trigger_key(key, {f"{w.split('=', 1)[0]} spelled out" for w in wrote}, SPELLED_OUT)
 
 
 def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None) -> RootKey:

@@ -81,27 +81,28 @@ class SecondOpinions:
 
     def agrees(self, name: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> bool | None:
         """True when engine `name` runs the model and matches `expected` (None: it is not available here)."""
-        if name not in self.specs or not expected:
+        if not expected:
             return None
-        pool = self._pool(name)
-        if name in pool.unavailable:
-            return None
-        prep, run = pool.execute_model(model, feeds, [name]).get(name, (None, None))
-        if prep is None or not prep.ok or run is None or not run.ok:
-            return False
+        outs = self._outputs(name, model, feeds)
+        if outs is None or outs is False:
+            return outs
         names = [o.name for o in model.graph.output if o.name in expected]
-        return bool(names) and all(any(RULE.compare_outputs({n: y}, expected, [n]).ok for y in readings(run.outputs[n]))
-                                   for n in names if n in run.outputs) and all(n in run.outputs for n in names)
+        return bool(names) and all(n in outs and any(RULE.compare_outputs({n: y}, expected, [n]).ok for y in readings(outs[n])) for n in names)
 
     def runs(self, name: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> bool | None:
         """True when engine `name` converts and runs the model (None: it is not available here)."""
+        outs = self._outputs(name, model, feeds)
+        return outs if outs is None else outs is not False
+
+    def _outputs(self, name: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray] | bool | None:
+        """Engine `name`'s outputs on the model; False when it fails to convert or run it, None when it is not here."""
         if name not in self.specs:
             return None
         pool = self._pool(name)
         if name in pool.unavailable:
             return None
         prep, run = pool.execute_model(model, feeds, [name]).get(name, (None, None))
-        return prep is not None and prep.ok and run is not None and run.ok
+        return run.outputs if prep is not None and prep.ok and run is not None and run.ok else False
 
     def close(self) -> None:
         with self.lock:
