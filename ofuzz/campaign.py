@@ -27,6 +27,8 @@ from ofuzz.generate import GeneratedModel, GenerateOptions, generate_one
 from ofuzz.judging import Judged, Policy
 from ofuzz.judges import JudgeLost, Judges, LocalPools
 from ofuzz.noise import Gap
+from ofuzz.novelty import most_novel
+from ofuzz.signature import Signature
 from ofuzz.store import FolderLock, Store
 from ofuzz.steering import FAILURES, Steering
 
@@ -52,6 +54,7 @@ class CampaignOptions:
     reduce_budget: float = 20.0  # seconds per finding
     opsets: tuple[int, int] = (17, 17)  # ONNX versions of the models (one drawn per model)
     steer: bool = False  # prefer models every engine can run (ofuzz.steering)
+    candidates: int = 1  # models generated per step; the most novel is judged (ofuzz.novelty)
 
 
 @dataclass
@@ -138,6 +141,10 @@ class Campaign:
         self.cpu_self = self.cpu_workers = 0.0  # CPU seconds of this process and of the engine workers, at the stop
         self.session_generated = self.session_kept = self.session_run = 0
         self.steering = Steering() if opts.steer else None  # learnt afresh on resume (it adapts within minutes)
+        # what each engine fails on, learnt whether or not it steers: ofuzz.novelty weighs a candidate's constructs
+        # for an engine by the chance that engine runs it
+        self.estimates = self.steering or Steering()
+        self.roots_seen: set[str] = set()  # online stand-ins for root causes (see rootish), the bandit's reward
 
     @staticmethod
     def _indices(done: set[int]):
@@ -170,6 +177,18 @@ class Campaign:
 
     def _skips(self, m: GeneratedModel) -> dict[str, str]:
         """Engines this model is not sent to: it holds a construct the engine already said it does not support."""
+        out = self._static_skips(m)
+        if self.steering is not None:
+            ops = {n.op_type for n in m.model.graph.node}
+            rng = np.random.default_rng([self.opts.seed, int(m.provenance.get("index", 0)), 29])
+            for eng in [s.name for s in self.specs if s.name not in out]:
+                why = self.steering.skip_reason(ops, eng, rng)
+                if why:
+                    out[eng] = why
+        return out
+
+    def _static_skips(self, m: GeneratedModel) -> dict[str, str]:
+        """The skips that follow from what engines said (capability gaps, opset limits), without steering's draw."""
         out: dict[str, str] = {}
         opset = int(m.provenance.get("opset", OPSET))
         for eng, limit in self.max_opset.items():
@@ -179,13 +198,6 @@ class Campaign:
             hit = self.policy.noise.gap_in(m.model, gaps) if self.policy.noise is not None else None
             if hit is not None:
                 out[eng] = f"{hit.op}{'.' + hit.attribute if hit.attribute else ''} is unsupported"
-        if self.steering is not None:
-            ops = {n.op_type for n in m.model.graph.node}
-            rng = np.random.default_rng([self.opts.seed, int(m.provenance.get("index", 0)), 29])
-            for eng in [s.name for s in self.specs if s.name not in out]:
-                why = self.steering.skip_reason(ops, eng, rng)
-                if why:
-                    out[eng] = why
         return out
 
     def _save_files(self, m: GeneratedModel) -> Path:
@@ -206,9 +218,8 @@ class Campaign:
                 runs.append((eng, "SKIP", 0.0, 0.0))
                 d = self.stats.by_engine.setdefault(eng, {})
                 d["SKIP"] = d.get("SKIP", 0) + 1
-            if self.steering is not None:
-                failed_op = {f.engine: f.op for f in judged.findings if f.status in FAILURES}
-                self.steering.observe({n.op_type for n in m.model.graph.node}, {e: r.status for e, r in judged.verdict.results.items()}, failed_op)
+            failed_op = {f.engine: f.op for f in judged.findings if f.status in FAILURES}
+            self.estimates.observe({n.op_type for n in m.model.graph.node}, {e: r.status for e, r in judged.verdict.results.items()}, failed_op)
             for f in judged.findings:
                 g = f.detail.get("gap")
                 if f.klass == "unsupported" and g:
@@ -219,11 +230,14 @@ class Campaign:
         cov = self.coverage.metrics()
         fresh = {f["signature"] for f in findings if f["detail"]["klass"] == "bug"} - self.signatures  # drift or gaps are no reward
         new_fine = False
-        if judged is not None and self.opts.chooser == "bandit":  # the paper's MCTS keeps the paper's reward
+        if judged is not None and (self.opts.chooser == "bandit" or self.opts.candidates > 1):  # MCTS keeps the paper's reward
             compared = [e for e, res in judged.verdict.results.items() if res.status in ("DCP", "DCF")]
             keys = fine_keys(m.model, m.inputs, compared)
             new_fine = not keys <= self.fine_seen
             self.fine_seen |= keys
+        if self.opts.chooser == "bandit":  # a new signature that only rewords a known defect is no new bug
+            roots = {rootish(f["signature"], f["detail"]) for f in findings if f["detail"]["klass"] == "bug"}
+            fresh, self.roots_seen = roots - self.roots_seen, self.roots_seen | roots
         r = reward(bool(fresh), p.kept, new_fine)
         self.chooser.backprop(p.node, r)  # the tree's change is committed with this model
         new = self.store.commit_model(
@@ -288,7 +302,8 @@ class Campaign:
         idx = next(self.todo)
         t0 = time.perf_counter()
         preferred, node = self.chooser.choose()
-        m = generate_one(self.corpus, self.opts.seed, idx, self.gen_opts, preferred=preferred)
+        m = self._most_novel([generate_one(self.corpus, self.opts.seed, idx, self.gen_opts, preferred=preferred, candidate=c)
+                              for c in range(max(1, self.opts.candidates))])
         recs = m.records
         kept = self.coverage.is_new(recs)
         if kept:
@@ -302,6 +317,11 @@ class Campaign:
             self._commit(p, None, 0.0)
             return None
         return p
+
+    def _most_novel(self, models: list[GeneratedModel]) -> GeneratedModel:
+        names = [s.name for s in self.specs]
+        cands = [(m.model, m.inputs, [e for e in names if e not in self._static_skips(m)]) for m in models]
+        return models[most_novel(cands, self.fine_seen, self.estimates)]
 
     def _dispatch(self, p: "Pending") -> Future[Any]:
         if p.path is None:
@@ -363,3 +383,14 @@ def empty_shell(out: Path) -> bool:
         return not st.get_meta("options") and not st.committed_indices()
     finally:
         st.close()
+
+
+def rootish(signature: str, detail: dict[str, Any]) -> str:
+    """A campaign-time stand-in for a root cause (the export's clustering needs reduced repros): the engine, failure
+    and operator, without the message, whose wording splits one defect into many signatures (a converter's message
+    names the layer it failed in); the source line for a failure the engine placed, the message for an unnamed one."""
+    sig = Signature.parse(signature)
+    if sig.status == "DCF":
+        return f"{sig.engine}|DCF|{sig.kind}|{sig.op}"
+    place = detail.get("where") or (sig.text if sig.op in ("", "?") else "")
+    return f"{sig.engine}|{sig.status}|{sig.kind}|{sig.op}|{place}"

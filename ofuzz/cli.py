@@ -338,6 +338,7 @@ def campaign(
     actors: int = typer.Option(0, "--actors", help="With --ray: engine-pool actors (default: the cluster's CPUs)."),
     opset: str = OPSET_OPTION,
     steer: bool = typer.Option(False, "--steer/--no-steer", help="Engine-aware steering: a model holding an operator an engine keeps failing on is sent to that engine less often (see README)."),
+    candidates: int = typer.Option(1, "--candidates", min=1, max=64, help="Models generated per step; the one whose constructs the engines that would run it have computed least is judged (see README)."),
 ) -> None:
     """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""
     import os
@@ -371,7 +372,7 @@ def campaign(
         b = duration(budget) if budget else (None if (models or tests) else 600.0)
         opts = CampaignOptions(engines=names, budget=b, models=models, tests=tests, blocks=blocks_range(blocks), graph=graph,
                                mutations=mutations, chooser=chooser, seed=seed, workers=workers or (os.cpu_count() or 2),
-                               run_all=run_all, localise=localise_dcf, timeout=timeout, opsets=opset_range(opset), steer=steer)
+                               run_all=run_all, localise=localise_dcf, timeout=timeout, opsets=opset_range(opset), steer=steer, candidates=candidates)
         out = out or default_runs_dir() / _time.strftime("%Y%m%d-%H%M%S")
         if (out / "campaign.sqlite").exists() and not empty_shell(out):
             fail(f"{out} already holds a campaign; continue it with --resume {out} or pick another --out")

@@ -69,15 +69,18 @@ def model_id(seed: int, index: int) -> str:
 
 
 def generate_one(
-    corpus: Corpus, seed: int, index: int, opts: GenerateOptions, preferred: list[str] | None = None
+    corpus: Corpus, seed: int, index: int, opts: GenerateOptions, preferred: list[str] | None = None, candidate: int = 0
 ) -> GeneratedModel:
+    """`candidate` k > 0: the k-th alternative model for this index, on a stream of its own (a campaign that picks the
+    most novel of several candidates, ofuzz.novelty); candidate 0 is the model the index has always given."""
+    tail = [] if candidate == 0 else [1000 + candidate]
     if opts.opsets is not None:  # drawn apart from the model's stream, so a single version gives today's models
         lo_v, hi_v = opts.opsets
-        opts = replace(opts, opset=int(np.random.default_rng([seed, index, 18]).integers(lo_v, hi_v + 1)), opsets=None)
+        opts = replace(opts, opset=int(np.random.default_rng([seed, index, 18, *tail]).integers(lo_v, hi_v + 1)), opsets=None)
     corpus = corpus.at(opts.opset)
     if preferred:
         preferred = [b for b in preferred if b in corpus.blocks]  # a block of a later version waits for a model of it
-    rng = np.random.default_rng([seed, index])
+    rng = np.random.default_rng([seed, index, *tail])
     lo, hi = opts.blocks
     n = int(rng.integers(lo, hi + 1))
     gm = opts.graph if opts.graph != "mixed" else ("ws" if index % 2 == 0 else "rn")
@@ -90,7 +93,10 @@ def generate_one(
     apply_mutations(genome, corpus, names, r, rng, "blocks")
     apply_mutations(genome, corpus, names, r, rng, "source")
     mid = model_id(seed, index)
-    return build(genome, corpus, mid, seed, index, opts, rng)
+    gm = build(genome, corpus, mid, seed, index, opts, rng)
+    if candidate:
+        gm.provenance["candidate"] = candidate
+    return gm
 
 
 def build(genome: Genome, corpus: Corpus, mid: str, seed: int, index: int, opts: GenerateOptions, rng: np.random.Generator) -> GeneratedModel:

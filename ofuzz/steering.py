@@ -49,6 +49,15 @@ class Steering:
                     p *= (1.0 - min(self.fail_rate(e, o), 0.99)) ** self.strength
         return max(self.floor, p)
 
+    def run_chance(self, ops: Iterable[str], engine: str) -> float:
+        """The estimated chance that `engine` runs a model holding `ops` (no floor, no strength: ofuzz.novelty ranks
+        candidates by it and sends every one it picks)."""
+        p = 1.0
+        for o in set(ops):
+            if self.failed[(engine, o)]:
+                p *= 1.0 - min(self.fail_rate(engine, o), 1.0)
+        return p
+
     def skip_reason(self, ops: Iterable[str], engine: str, rng: np.random.Generator) -> str:
         """Why this model is not sent to `engine` ('' to send it): it holds operators the engine keeps failing on."""
         ops = set(ops)

@@ -15,6 +15,7 @@ import json
 import statistics
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -26,14 +27,20 @@ from ofuzz.store import Store  # noqa: E402
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
 
 
-def run_one(out: Path, variant: str, seed: int, budget: str, engines: str) -> None:
-    """`variant`: a chooser, optionally with `+steer` (engine-aware steering, `ofuzz campaign --steer`)."""
-    chooser, _, extra = variant.partition("+")
+def run_one(out: Path, variant: str, seed: int, budget: str, engines: str, workers: int = 1) -> None:
+    """`variant`: a chooser, optionally with `+steer` (engine-aware steering, `ofuzz campaign --steer`) and `+pickK`
+    (K candidates per step, the most novel judged: `ofuzz campaign --candidates K`)."""
+    chooser, *extras = variant.split("+")
+    flags = [f for x in extras for f in (["--steer"] if x == "steer" else ["--candidates", x[4:]] if x.startswith("pick") else [])]
     if not (out / "campaign.sqlite").is_file():
         r = ofuzz("campaign", "--engines", engines, "--budget", budget, "--seed", str(seed), "--chooser", chooser,
-                  "--out", str(out), "--no-reduce", "--no-report", *(["--steer"] if extra == "steer" else []))
+                  "--out", str(out), "--no-reduce", "--no-report", "--workers", str(workers), *flags)
         if r.returncode != 0:
             raise SystemExit(f"campaign {chooser} seed {seed} failed: {r.stderr[-800:]}")
+
+
+def triage(out: Path) -> None:
+    """`ofuzz bugs`: every campaign's triage runs after all campaigns, so no campaign shares the machine with one."""
     t = ofuzz("bugs", str(out), "--json")
     if t.returncode != 0:
         raise SystemExit(f"triage of {out} failed: {t.stderr[-800:]}")
@@ -90,31 +97,38 @@ def plot(results: dict[str, list[dict]], budget: float, path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--choosers", default="mcts,random", help=f"comma-separated, from {', '.join(CHOOSERS)}; CHOOSER+steer adds --steer")
+    ap.add_argument("--choosers", default="mcts,random",
+                    help=f"comma-separated, from {', '.join(CHOOSERS)}; CHOOSER+steer adds --steer, CHOOSER+pickK --candidates K")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=101)
     ap.add_argument("--budget", default="10m")
     ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES))
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--count-only", action="store_true", help="do not run anything; count what DIR holds")
+    ap.add_argument("--workers", type=int, default=1, help="engine pools per campaign")
+    ap.add_argument("--parallel", type=int, default=1, help="campaigns run at a time (each with --workers pools)")
     a = ap.parse_args()
     choosers = [c.strip() for c in a.choosers.split(",") if c.strip()]
-    bad = [c for c in choosers if c.partition("+")[0] not in CHOOSERS or c.partition("+")[2] not in ("", "steer")]
+    bad = [c for c in choosers if c.split("+")[0] not in CHOOSERS
+           or any(x != "steer" and not (x.startswith("pick") and x[4:].isdigit()) for x in c.split("+")[1:])]
     if bad:
-        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}, each optionally with +steer")
+        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}, each optionally with +steer and +pickK")
     budget = parse_duration(a.budget)
     base = a.out or Path(tempfile.mkdtemp(prefix="ofuzz-search-"))
     bugs = corpus()
     results: dict[str, list[dict]] = {c: [] for c in choosers}
-    for seed in range(a.first_seed, a.first_seed + a.seeds):
-        for c in choosers:  # interleaved, so machine noise hits both choosers alike
-            out = base / f"{c}-s{seed}"
-            if not a.count_only:
-                run_one(out, c, seed, a.budget, a.engines)
-            if (out / "campaign.sqlite").is_file():
-                m = measure(out, bugs)
-                results[c].append(m)
-                print(json.dumps({"chooser": c, "seed": seed, **{k: v for k, v in m.items() if k != "times"}}), flush=True)
+    jobs = [(c, seed) for seed in range(a.first_seed, a.first_seed + a.seeds) for c in choosers]  # interleaved, so
+    if not a.count_only:  # machine noise hits every chooser alike
+        with ThreadPoolExecutor(max(1, a.parallel)) as ex:
+            list(ex.map(lambda j: run_one(base / f"{j[0]}-s{j[1]}", j[0], j[1], a.budget, a.engines, a.workers), jobs))
+        for c, seed in jobs:
+            triage(base / f"{c}-s{seed}")
+    for c, seed in jobs:
+        out = base / f"{c}-s{seed}"
+        if (out / "campaign.sqlite").is_file():
+            m = measure(out, bugs)
+            results[c].append(m)
+            print(json.dumps({"chooser": c, "seed": seed, **{k: v for k, v in m.items() if k != "times"}}), flush=True)
     lines = [f"| chooser | seeds | root causes (mean, min–max) | OLC % (mean) | corpus recall (mean of {len(bugs)}) | runs compared % (mean) |",
              "|---|---|---|---|---|---|"]
     for c, rs in results.items():
