@@ -319,6 +319,8 @@ class Campaign:
         return p
 
     def _most_novel(self, models: list[GeneratedModel]) -> GeneratedModel:
+        if len(models) == 1:
+            return models[0]
         names = [s.name for s in self.specs]
         cands = [(m.model, m.inputs, [e for e in names if e not in self._static_skips(m)]) for m in models]
         return models[most_novel(cands, self.fine_seen, self.estimates)]
