@@ -148,11 +148,11 @@ class RandomChooser:
 
 class BanditChooser:
     """Thompson sampling over blocks by what their models yield (not a tree): each block keeps a Beta(1 + s, 1 + f)
-    belief that a model preferring it reveals something new, where a model's reward r (1 a new bug — campaign.rootish, not a
-    reworded signature —, 0.5 new
-    coverage, 0 nothing) adds r to s and 1 - r to f of every block it preferred. Each model prefers the k blocks
-    (k uniform in 1..tc1) with the highest sampled beliefs. Unlike MCTS, whose tree stops learning once OLC saturates
-    (every path then earns the same 0), a block keeps earning while it keeps finding new signatures."""
+    belief that a model preferring it reveals something new, where a model's reward r (1 a new bug, counted by
+    campaign.rootish so that a reworded signature of a known defect is no reward; 0.5 new coverage; 0 nothing) adds r
+    to s and 1 - r to f of every block it preferred. Each model prefers the k blocks (k uniform in 1..tc1) with the
+    highest sampled beliefs. Unlike MCTS, whose tree stops learning once OLC saturates (every path then earns the
+    same 0), a block keeps earning while it keeps finding new defects."""
 
     name = "bandit"
 

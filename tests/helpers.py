@@ -1,6 +1,7 @@
-"""Small model builders shared by the engine tests."""
+"""Small model builders and campaign-store readers shared by the tests."""
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -29,3 +30,14 @@ def chain_model(path: Path, ops: list[str], shape=(1, 3, 4, 5)) -> Path:
 
 def inputs_for(shape=(2, 3, 4, 5), seed=0) -> dict[str, np.ndarray]:
     return {"x": np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32)}
+
+
+def compared_share(out: Path, engine: str) -> tuple[float, int]:
+    """Of the models a campaign in `out` sent `engine` (SKIPs aside), the share that reached a comparison; and the SKIPs."""
+    con = sqlite3.connect(str(out / "campaign.sqlite"))
+    try:
+        rows = dict(con.execute("SELECT status, COUNT(*) FROM engine_runs WHERE engine = ? GROUP BY status", (engine,)).fetchall())
+    finally:
+        con.close()
+    runs = sum(n for k, n in rows.items() if k != "SKIP")
+    return (rows.get("DCP", 0) + rows.get("DCF", 0)) / max(runs, 1), rows.get("SKIP", 0)

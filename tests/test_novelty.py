@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 
 import numpy as np
 import onnx
@@ -15,6 +14,7 @@ from ofuzz.fine_coverage import fine_keys
 from ofuzz.generate import GenerateOptions, generate_one
 from ofuzz.novelty import most_novel, score
 from ofuzz.steering import Steering
+from tests.helpers import compared_share
 
 
 def _one(op: str, **attrs: object) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
@@ -71,16 +71,6 @@ def test_rootish_keys_a_failure_by_engine_operator_and_place_not_by_its_wording(
     assert unnamed[0] != unnamed[1]  # an unplaced, unnamed failure has only its message to tell it apart
 
 
-def _compared(out, engine: str) -> tuple[float, int]:
-    con = sqlite3.connect(str(out / "campaign.sqlite"))
-    try:
-        rows = dict(con.execute("SELECT status, COUNT(*) FROM engine_runs WHERE engine = ? GROUP BY status", (engine,)).fetchall())
-    finally:
-        con.close()
-    runs = sum(n for k, n in rows.items() if k != "SKIP")
-    return (rows.get("DCP", 0) + rows.get("DCF", 0)) / max(runs, 1), rows.get("SKIP", 0)
-
-
 def test_picking_among_candidates_raises_the_share_an_engine_compares_without_skipping_it(tmp_path):
     """The test double fails converting four common operators: when the campaign picks the most novel of four
     candidates, weighing each engine's new constructs by its chance to run the model, a larger share of the models the
@@ -95,6 +85,6 @@ def test_picking_among_candidates_raises_the_share_an_engine_compares_without_sk
                                                            workers=1, timeout=10, chooser="bandit", candidates=k), out)
         c.run()
         c.close()
-        share[k], skipped = _compared(out, "testdouble")
+        share[k], skipped = compared_share(out, "testdouble")
         assert skipped == 0
     assert share[4] > share[1] + 0.04, share  # measured: 0.30 -> 0.36

@@ -10,6 +10,7 @@ from ofuzz.campaign import Campaign, CampaignOptions
 from ofuzz.corpus import load_corpus
 from ofuzz.engines.registry import resolve
 from ofuzz.steering import Steering
+from tests.helpers import compared_share
 
 
 def test_steering_learns_which_operator_fails_and_keeps_a_floor():
@@ -30,16 +31,6 @@ def test_steering_learns_which_operator_fails_and_keeps_a_floor():
     assert not any(s.skip_reason({"Sum"}, "onnxruntime", rng) for _ in range(50))  # only the failing engine is steered
 
 
-def _reach(out, engine: str) -> float:
-    con = sqlite3.connect(str(out / "campaign.sqlite"))
-    try:
-        rows = dict(con.execute("SELECT status, COUNT(*) FROM engine_runs WHERE engine = ? GROUP BY status", (engine,)).fetchall())
-    finally:
-        con.close()
-    runs = sum(n for k, n in rows.items() if k != "SKIP")
-    return (rows.get("DCP", 0) + rows.get("DCF", 0)) / max(runs, 1)
-
-
 def test_a_campaign_with_steering_compares_more_of_what_it_runs(tmp_path):
     """A test double that fails converting four common operators (naming the node, as the TensorFlow adapter does):
     with steering, a larger share of the models it is sent reach a comparison than without, on the same seed, and the
@@ -54,7 +45,7 @@ def test_a_campaign_with_steering_compares_more_of_what_it_runs(tmp_path):
                                                            workers=1, timeout=10, steer=steer), out)
         c.run()
         c.close()
-        reach[steer] = _reach(out, "testdouble")
+        reach[steer] = compared_share(out, "testdouble")[0]
         if steer:
             assert c.steering is not None and c.steering.steered > 0
             con = sqlite3.connect(str(out / "campaign.sqlite"))
