@@ -1,12 +1,13 @@
 """Small model builders and campaign-store readers shared by the tests."""
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import helper
+
+from ofuzz.store import Store
 
 
 def single_op_model(path: Path, op: str, shape=(2, 3, 4, 5), **attrs) -> Path:
@@ -34,10 +35,10 @@ def inputs_for(shape=(2, 3, 4, 5), seed=0) -> dict[str, np.ndarray]:
 
 def compared_share(out: Path, engine: str) -> tuple[float, int]:
     """Of the models a campaign in `out` sent `engine` (SKIPs aside), the share that reached a comparison; and the SKIPs."""
-    con = sqlite3.connect(str(out / "campaign.sqlite"))
+    st = Store(out)
     try:
-        rows = dict(con.execute("SELECT status, COUNT(*) FROM engine_runs WHERE engine = ? GROUP BY status", (engine,)).fetchall())
+        rows = st.engine_stats().get(engine, {})
     finally:
-        con.close()
-    runs = sum(n for k, n in rows.items() if k != "SKIP")
+        st.close()
+    runs = sum(n for k, n in rows.items() if k not in ("SKIP", "time"))
     return (rows.get("DCP", 0) + rows.get("DCF", 0)) / max(runs, 1), rows.get("SKIP", 0)
