@@ -28,15 +28,32 @@ COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
 
 
 def run_one(out: Path, variant: str, seed: int, budget: str, engines: str, workers: int = 1) -> None:
-    """`variant`: a chooser, optionally with `+steer` (engine-aware steering, `ofuzz campaign --steer`) and `+pickK`
-    (K candidates per step, the most novel judged: `ofuzz campaign --candidates K`)."""
+    """`variant`: a chooser, optionally with `+steer` (engine-aware steering, `ofuzz campaign --steer`), `+pickK`
+    (K candidates per step, the most novel judged: `ofuzz campaign --candidates K`) and `+blocksLO-HI` (blocks per
+    model: `ofuzz campaign --blocks LO..HI`)."""
     chooser, *extras = variant.split("+")
-    flags = [f for x in extras for f in (["--steer"] if x == "steer" else ["--candidates", x[4:]] if x.startswith("pick") else [])]
+    flags = [f for x in extras for f in _flags(x)]
     if not (out / "campaign.sqlite").is_file():
         r = ofuzz("campaign", "--engines", engines, "--budget", budget, "--seed", str(seed), "--chooser", chooser,
                   "--out", str(out), "--no-reduce", "--no-report", "--workers", str(workers), *flags)
         if r.returncode != 0:
             raise SystemExit(f"campaign {chooser} seed {seed} failed: {r.stderr[-800:]}")
+
+
+def _flags(extra: str) -> list[str]:
+    """The campaign flags of one `+extra` of a variant ([] for an unknown one: `known_extra` rejects those first)."""
+    if extra == "steer":
+        return ["--steer"]
+    if extra.startswith("pick") and extra[4:].isdigit():
+        return ["--candidates", extra[4:]]
+    lo, dash, hi = extra[6:].partition("-")
+    if extra.startswith("blocks") and lo.isdigit() and (hi if dash else lo).isdigit():
+        return ["--blocks", f"{lo}..{hi or lo}"]
+    return []
+
+
+def known_extra(extra: str) -> bool:
+    return bool(_flags(extra))
 
 
 def triage(out: Path) -> None:
@@ -98,7 +115,8 @@ def plot(results: dict[str, list[dict]], budget: float, path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--choosers", default="mcts,random",
-                    help=f"comma-separated, from {', '.join(CHOOSERS)}; CHOOSER+steer adds --steer, CHOOSER+pickK --candidates K")
+                    help=f"comma-separated, from {', '.join(CHOOSERS)}; CHOOSER+steer adds --steer, CHOOSER+pickK --candidates K, "
+                         "CHOOSER+blocksLO-HI --blocks LO..HI")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=101)
     ap.add_argument("--budget", default="10m")
@@ -110,9 +128,9 @@ def main() -> None:
     a = ap.parse_args()
     choosers = [c.strip() for c in a.choosers.split(",") if c.strip()]
     bad = [c for c in choosers if c.split("+")[0] not in CHOOSERS
-           or any(x != "steer" and not (x.startswith("pick") and x[4:].isdigit()) for x in c.split("+")[1:])]
+           or not all(known_extra(x) for x in c.split("+")[1:])]
     if bad:
-        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}, each optionally with +steer and +pickK")
+        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}, each optionally with +steer, +pickK and +blocksLO-HI")
     budget = parse_duration(a.budget)
     base = a.out or Path(tempfile.mkdtemp(prefix="ofuzz-search-"))
     bugs = corpus()
