@@ -398,6 +398,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
     absorb_unreduced(roots)
     absorb_consumers_of_upstream(roots)
     absorb_upstream_into_wrong_shape(roots)
+    absorb_upstream_into_its_signature(roots)
     absorb_across_modes(roots)
     absorb_refusal_into_crash(roots)
     absorb_wrong_values_into_wrong_shape(roots)
@@ -561,6 +562,18 @@ def absorb_upstream_into_wrong_shape(roots: dict[str, dict[str, Any]]) -> None:
     ignoring a lone `start` was `DCF shape Shape` in keep-shape mode and `MCF upstream Shape` in the default one)."""
     _absorb_into_one(roots, lambda r: r["key"]["failure"] == UPSTREAM and len(r["key"]["ops"]) == 1,
                      lambda r, o: _converter(o) == _converter(r) and _wrong_shape_in(o, r["key"]["ops"]))
+
+
+def absorb_upstream_into_its_signature(roots: dict[str, dict[str, Any]]) -> None:
+    """A failure keyed `upstream X` joins the engine's one root cause in which X fails alone, at the same status, when
+    the two share a signature (the same failure and message in the campaign): the reducer kept a consumer of X in one
+    model of that signature and not in the other. Hand triage 13: the reference's Pad on negative pads came back as
+    `IF upstream Pad` (2 nodes, the signature's first model) and `IF exception:ValueError Pad` (1 node, its further
+    model), one message "index can't contain negative values"."""
+    _absorb_into_one(roots, lambda r: r["key"]["failure"] == UPSTREAM and len(r["key"]["ops"]) == 1,
+                     lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == r["key"]["status"]
+                                   and o["key"]["failure"] != UPSTREAM and list(o["key"]["ops"]) == list(r["key"]["ops"])
+                                   and bool(set(o["signatures"]) & set(r["signatures"]))))
 
 
 def absorb_across_modes(roots: dict[str, dict[str, Any]]) -> None:

@@ -585,6 +585,24 @@ def test_an_upstream_failure_joins_the_wrong_shape_of_its_producer():
     assert sorted(roots) == ["f5", "g7", "u8"] and roots["f5"]["absorbed"] == ["u6"]
 
 
+def test_an_upstream_failure_joins_its_operator_failing_alone_under_one_signature():
+    """Hand triage 13: the reference's Pad on negative pads was `IF upstream Pad` in the signature's first model (the
+    reducer kept a consumer) and `IF exception:ValueError Pad` in its further model: one signature, one root cause. The
+    same operator failing alone under another signature, or another operator, stays apart."""
+    from ofuzz.triage import absorb_upstream_into_its_signature
+
+    def root(rid, failure, ops, sigs):
+        return {"id": rid, "engine": "reference", "key": {"status": "IF", "failure": failure, "ops": ops}, "held": set(ops),
+                "signatures": sigs, "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid}
+
+    roots = {r["id"]: r for r in [root("u1", "upstream", ["Pad"], ["ref|pad-neg"]),
+                                  root("e2", "exception:ValueError", ["Pad"], ["ref|pad-neg"]),
+                                  root("u3", "upstream", ["Slice"], ["ref|slice"]),
+                                  root("e4", "exception:ValueError", ["Slice"], ["ref|slice-other"])]}
+    absorb_upstream_into_its_signature(roots)
+    assert sorted(roots) == ["e2", "e4", "u3"] and roots["e2"]["absorbed"] == ["u1"] and roots["e2"]["first_idx"] == 1
+
+
 def test_an_upstream_failure_in_the_users_mode_joins_the_wrong_shape_of_the_other_mode():
     """onnx2tf's Shape ignoring a lone `start` (hand triage 8): `DCF shape Shape` in keep-shape mode, and a conversion
     failure moved to the default mode (`tensorflow-nhwc`, converted as `tensorflow`) keyed `upstream Shape`: one handler,
