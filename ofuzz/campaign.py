@@ -20,6 +20,7 @@ import numpy as np
 from ofuzz.chooser import make_chooser, reward
 from ofuzz.blocks import Corpus
 from ofuzz.coverage import Coverage, OpRecord
+from ofuzz.defaults import DEFAULT_BLOCKS, parse_blocks
 from ofuzz.fine_coverage import fine_keys
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.solver.rules import OPSET
@@ -39,7 +40,7 @@ class CampaignOptions:
     budget: float | None = None  # seconds (total, across resumes)
     models: int | None = None  # stop after this many generated models
     tests: int | None = None  # stop after this many kept tests
-    blocks: tuple[int, int] = (5, 15)
+    blocks: tuple[int, int] = parse_blocks(DEFAULT_BLOCKS)
     graph: str = "mixed"
     mutations: bool = True
     chooser: str = "mcts"

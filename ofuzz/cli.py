@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ofuzz.corpus import CorpusError, load_corpus
-from ofuzz.defaults import CHOOSERS, DEFAULT_ENGINES, GRAPH_MODELS, default_runs_dir, parse_blocks, parse_duration, parse_opsets
+from ofuzz.defaults import CHOOSERS, DEFAULT_BLOCKS, DEFAULT_ENGINES, GRAPH_MODELS, default_runs_dir, parse_blocks, parse_duration, parse_opsets
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="ofuzz: graph-based differential fuzzing of DL inference engines.")
 console = Console(stderr=True)
@@ -319,7 +319,7 @@ def campaign(
     budget: Optional[str] = typer.Option(None, help="Wall-time budget, e.g. 30m (hard limit; default 10m unless --models/--tests)."),
     models: Optional[int] = typer.Option(None, help="Stop after N generated models."),
     tests: Optional[int] = typer.Option(None, help="Stop after N kept tests (models that added coverage)."),
-    blocks: str = typer.Option("5..15", help="Blocks per model: N or LO..HI."),
+    blocks: str = typer.Option(DEFAULT_BLOCKS, help="Blocks per model: N or LO..HI."),
     graph: str = GRAPH_OPTION,
     mutations: bool = typer.Option(True, "--mutations/--no-mutations"),
     chooser: str = typer.Option("mcts", help="Block chooser: " + " or ".join(CHOOSERS) + "."),

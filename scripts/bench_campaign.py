@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ofuzz.defaults import DEFAULT_ENGINES
+from ofuzz.defaults import DEFAULT_BLOCKS, DEFAULT_ENGINES
 from ofuzz.campaign import Campaign, CampaignOptions
 from ofuzz.corpus import load_corpus
 from ofuzz.engines.registry import resolve
@@ -34,7 +34,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--models", type=int, default=1000)
     ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES))
-    ap.add_argument("--blocks", default="5..15")
+    ap.add_argument("--blocks", default=DEFAULT_BLOCKS)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--run-all", action="store_true")
     a = ap.parse_args()
