@@ -115,3 +115,19 @@ def test_bypass_wires_a_middle_node_out_of_the_chain():
 
     m, feeds = bypass_nodes(KeepsSinh(), (model, {"x": x}), values)
     assert [n.op_type for n in m.graph.node] == ["Sinh"] and list(m.graph.node[0].input) == ["x"] and list(feeds) == ["x"]
+
+
+def test_a_divergence_is_reduced_only_into_the_same_kind_of_divergence():
+    """Hand triage 13: an unlocalised `value` divergence of MNN (16 nodes) was reduced to a 1-D Conv whose output has the
+    wrong rank, another defect. The target keeps the category; `?` still stands for any operator."""
+    from ofuzz.judging import Finding
+
+    def dcf(category: str, op: str) -> Finding:
+        return Finding("mnn", "DCF", f"mnn|DCF|{category}|{op}", None if op == "?" else op, "", True)
+
+    unlocalised = Target.of(dcf("value", "?"))
+    assert unlocalised.matches(dcf("value", "Concat")) and unlocalised.matches(dcf("value", "?"))
+    assert not unlocalised.matches(dcf("shape", "Conv"))
+    at_conv = Target.of(dcf("shape", "Conv"))
+    assert at_conv.matches(dcf("shape", "Conv")) and not at_conv.matches(dcf("shape", "Add")) and not at_conv.matches(dcf("nan", "Conv"))
+    assert Target("mnn", "DCF", "Conv").matches(dcf("nan", "Conv"))  # a bare operator: any category, as before
