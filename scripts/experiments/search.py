@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_bugs import corpus, covered, ofuzz  # noqa: E402  (the confirmed-bugs corpus and its matching rule)
 
-from ofuzz.defaults import CHOOSERS, DEFAULT_ENGINES, parse_duration  # noqa: E402
+from ofuzz.defaults import CHOOSERS, DEFAULT_ENGINES, parse_blocks, parse_duration  # noqa: E402
 from ofuzz.store import Store  # noqa: E402
 
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
@@ -41,19 +41,19 @@ def run_one(out: Path, variant: str, seed: int, budget: str, engines: str, worke
 
 
 def _flags(extra: str) -> list[str]:
-    """The campaign flags of one `+extra` of a variant ([] for an unknown one: `known_extra` rejects those first)."""
+    """The campaign flags of one `+extra` of a variant ([] for an unknown one, which `main` rejects first)."""
     if extra == "steer":
         return ["--steer"]
     if extra.startswith("pick") and extra[4:].isdigit():
         return ["--candidates", extra[4:]]
-    lo, dash, hi = extra[6:].partition("-")
-    if extra.startswith("blocks") and lo.isdigit() and (hi if dash else lo).isdigit():
-        return ["--blocks", f"{lo}..{hi or lo}"]
+    if extra.startswith("blocks"):
+        spec = extra[6:].replace("-", "..")
+        try:
+            parse_blocks(spec)  # the campaign's own check of a blocks range
+        except ValueError:
+            return []
+        return ["--blocks", spec]
     return []
-
-
-def known_extra(extra: str) -> bool:
-    return bool(_flags(extra))
 
 
 def triage(out: Path) -> None:
@@ -128,7 +128,7 @@ def main() -> None:
     a = ap.parse_args()
     choosers = [c.strip() for c in a.choosers.split(",") if c.strip()]
     bad = [c for c in choosers if c.split("+")[0] not in CHOOSERS
-           or not all(known_extra(x) for x in c.split("+")[1:])]
+           or not all(_flags(x) for x in c.split("+")[1:])]
     if bad:
         raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}, each optionally with +steer, +pickK and +blocksLO-HI")
     budget = parse_duration(a.budget)
