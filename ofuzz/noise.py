@@ -601,10 +601,12 @@ class Family:
     min_inputs: int = 0  # only nodes with at least this many inputs (N-ary forms)
     source: str = ""
     failures: tuple[str, ...] = ()  # only these failure classes (value, inf, crash, exception:ValueError ...); empty: any
+    input_ranks: tuple[int, ...] = ()  # only nodes whose first input has one of these ranks (MNN's 1-D Conv); empty: any
 
-    def holds(self, engine: str, op: str, n_inputs: int, failure: str = "") -> bool:
+    def holds(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None) -> bool:
         return (op in self.ops and n_inputs >= self.min_inputs and engine_matches(engine, self.engines)
-                and (not self.failures or failure in self.failures or failure.split(":")[0] in self.failures))
+                and (not self.failures or failure in self.failures or failure.split(":")[0] in self.failures)
+                and (not self.input_ranks or rank in self.input_ranks))
 
 
 @dataclass(frozen=True)
@@ -680,9 +682,10 @@ class NoiseClasses:
     sources: tuple[str, ...] = ()
     family_rules: tuple[Family, ...] = ()
 
-    def family(self, engine: str, op: str, n_inputs: int, failure: str = "") -> Family | None:
-        """The engine's operator family a reduced one-node repro belongs to (see noise/families.yaml)."""
-        return next((f for f in self.family_rules if f.holds(engine, op, n_inputs, failure)), None)
+    def family(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None) -> Family | None:
+        """The engine's operator family a reduced one-node repro belongs to (see noise/families.yaml); `rank` is its
+        first input's rank, None when unknown (then a family limited to some ranks does not hold)."""
+        return next((f for f in self.family_rules if f.holds(engine, op, n_inputs, failure, rank)), None)
 
     def by_design(self, engine: str, op: str, divergence: str) -> Gap | None:
         """The documented design choice of an engine that a wrong output of this operator shows (onnx2tf's
@@ -834,7 +837,7 @@ _FIELDS = {
     "unsupported": ({"name", "engines"}, {"patterns", "op", "attribute", "op_from", "doc", "divergence", "skip_when"}),
     "undefined": ({"name", "ops", "why"}, {"when", "doc", "except_ops"}),
     "reference_gaps": ({"name", "ops", "reason"}, {"when", "doc", "except_ops"}),
-    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures"}),
+    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures", "input_ranks"}),
 }
 
 
@@ -929,7 +932,10 @@ def _family(raw: dict, file: str) -> Family:
     if len(ops) < 2 and len(failures) < 2:  # one operator: one code path failing in several ways (a shape and an exception)
         raise _Bad(f"a family needs two operators, or one operator and two failure classes; got ops {ops}, failures {failures}",
                    "list every operator the engine implements with that code path, or the failure classes one defect shows")
-    return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file, tuple(failures))
+    ranks = raw.get("input_ranks", [])
+    if not isinstance(ranks, list) or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ranks):
+        raise _Bad(f"input_ranks must be a list of non-negative integers, got {ranks!r}", "write input_ranks: [3] (or leave it out)")
+    return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file, tuple(failures), tuple(ranks))
 
 
 def _check_fields(section: str, raw: dict) -> None:

@@ -200,10 +200,12 @@ def abs_weights(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def preactivation_scale(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> float:
-    """How large the products inside a recurrent cell's gates can be: max|X|*max|W|*input_size + max|R|*hidden_size
-    (+ max|B|; hidden states are bounded by 1). A gate activation computed to a few eps32 *absolute* (an approximate
-    sigmoid that returns -2.4e-7 for sigmoid(-6565)) is multiplied by R*h, so with recurrent weights of ~1e4 the
-    output moves by ~1e-3 (hand triage 7: an onnxruntime GRU 'defect' that was float32 arithmetic on such weights)."""
+    """How large the products inside a recurrent cell's gates can be: max|X|*max|W|*input_size + max|R|*hidden_size*h
+    + max|B| + h, with h = max(1, max|initial_h|, max|initial_c|) (computed states are bounded by 1, given ones are not).
+    A gate activation computed to a few eps32 *absolute* (an approximate sigmoid that returns -2.4e-7 for
+    sigmoid(-6565)) is multiplied by R*h, so with recurrent weights of ~1e4 the output moves by ~1e-3 (hand triage 7:
+    an onnxruntime GRU 'defect' that was float32 arithmetic on such weights); it also multiplies the previous state
+    itself (z*h in GRU, f*c in LSTM), so an initial state of ~9e3 does the same (hand triage 13)."""
     node = model.graph.node[0]
     values = {**{t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}, **feeds}
 
@@ -215,7 +217,8 @@ def preactivation_scale(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) ->
     x = values.get(node.input[0])
     size_in = int(x.shape[-1]) if x is not None and x.ndim else 1
     hidden = int(r.shape[-1]) if r is not None and r.ndim else 1
-    return peak(0) * peak(1) * size_in + peak(2) * hidden + peak(3)
+    state = max(1.0, peak(5), peak(6) if node.op_type == "LSTM" else 0.0)
+    return peak(0) * peak(1) * size_in + peak(2) * hidden * state + peak(3) + state
 
 
 def centering_terms(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -442,8 +442,21 @@ def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: An
     path = campaign_dir / "repros" / folder / "model.onnx"
     if not folder or not path.is_file():
         return None
-    node = onnx.load(str(path)).graph.node[0]
-    return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i), key.failure)
+    model = onnx.load(str(path))
+    node = model.graph.node[0]
+    return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i), key.failure, _first_input_rank(model))
+
+
+def _first_input_rank(model: onnx.ModelProto) -> int | None:
+    """The rank of a one-node model's first input, from the graph input or initializer that feeds it (None: unknown)."""
+    name = model.graph.node[0].input[0] if model.graph.node and model.graph.node[0].input else ""
+    for t in model.graph.initializer:
+        if t.name == name:
+            return len(t.dims)
+    for v in model.graph.input:
+        if v.name == name and v.type.tensor_type.HasField("shape"):
+            return len(v.type.tensor_type.shape.dim)
+    return None
 
 
 def absorb_shown_triggers(roots: dict[str, dict[str, Any]]) -> None:

@@ -985,3 +985,20 @@ def test_a_run_time_failure_is_not_keyed_by_the_layer_it_surfaced_in():
     assert keyed_failed_op({"status": "MCF", "failed_ops": ["Concat", "Pow"]}) == "Pow"
     assert keyed_failed_op({"status": "IF", "failed_ops": ["Min"]}) is None
     assert keyed_failed_op({"status": "MCF", "failed_ops": []}) is None and keyed_failed_op({}) is None
+
+
+def test_the_first_input_rank_of_a_one_node_repro_comes_from_its_graph_input_or_initializer():
+    """Families limited by rank (MNN's 1-D Conv, noise/families.yaml) need the rank of the repro's first input."""
+    from onnx import helper as h
+
+    from ofuzz.triage import _first_input_rank
+
+    w = onnx.numpy_helper.from_array(np.ones((3, 2, 1), np.float32), "w")
+    conv = h.make_node("Conv", ["x", "w"], ["y"])
+    y = h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
+    g = h.make_graph([conv], "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 5])], [y], [w])
+    assert _first_input_rank(h.make_model(g)) == 3
+    g = h.make_graph([h.make_node("Conv", ["w", "x"], ["y"])], "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 2, 1])], [y], [w])
+    assert _first_input_rank(h.make_model(g)) == 3  # from the initializer
+    g = h.make_graph([conv], "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, None)], [y], [w])
+    assert _first_input_rank(h.make_model(g)) is None  # unknown: a rank-limited family does not hold
