@@ -45,10 +45,18 @@ def ofuzz(*args: str, timeout: float | None = None) -> subprocess.CompletedProce
 
 
 def covered(bug: dict, roots: list[dict]) -> bool:
-    """A corpus bug counts as found if a root cause blames its engine with its status on its operator."""
+    """A corpus bug counts as found if a root cause blames its engine with its status on its operator, or is a family
+    of that engine (noise/families.yaml) holding the operator whose failure classes include the bug's (a DCF's
+    category, else its status; a family without failure classes takes any). Families are keyed by their name, not a
+    status, so without this MNN's ArgMax or 1-D Conv bugs went uncounted once their family merged them."""
     for r in roots:
         k = r["key"]
-        if k["engine"] == bug["engine"] and k["status"] == bug["status"] and bug["op"] in k["ops"]:
+        if k["engine"] != bug["engine"] or bug["op"] not in k["ops"]:
+            continue
+        if k["status"] == bug["status"]:
+            return True
+        failures = r.get("family_failures") or []
+        if k["status"] == "family" and (not failures or bug.get("category", bug["status"]) in failures):
             return True
     return False
 
