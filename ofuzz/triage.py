@@ -388,6 +388,9 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
             rc["first_idx"], rc["first_model"] = first_idx, info.get("first_model", row["first_model"])
         if "root" in info and (info.get("repro_failure") or {}).get("where"):
             rc.setdefault("where", set()).add(info["repro_failure"]["where"])
+        if "root" in info and (info.get("repro_failure") or {}).get("status"):
+            shown = info["repro_failure"]
+            rc.setdefault("reran_as", set()).add(f"{shown['status']}|{shown.get('kind', '')}:{shown.get('etype', '')}".rstrip(":"))
         if "root" in info:
             nodes = info.get("reduction", {}).get("nodes_after", 10**9)
             if rc["nodes"] is None or nodes < rc["nodes"]:
@@ -399,14 +402,16 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
     absorb_consumers_of_upstream(roots)
     absorb_upstream_into_wrong_shape(roots)
     absorb_upstream_into_its_signature(roots)
+    absorb_failed_node_into_its_run_failure(roots)
     absorb_across_modes(roots)
     absorb_refusal_into_crash(roots)
     absorb_wrong_values_into_wrong_shape(roots)
     absorb_same_source_line(roots)
     for rc in roots.values():
         rc["held"] = sorted(rc["held"])
-        if "where" in rc:
-            rc["where"] = sorted(rc["where"])
+        for field in ("where", "reran_as"):
+            if field in rc:
+                rc[field] = sorted(rc[field])
     ranked = sorted(roots.values(), key=lambda r: (r["severity"], r["engine"], -r["occurrences"], r["id"]))
     return {"root_causes": ranked, "classes": {k: sorted(v) for k, v in classes.items()}}
 
@@ -587,6 +592,25 @@ def absorb_upstream_into_its_signature(roots: dict[str, dict[str, Any]]) -> None
                      lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == r["key"]["status"]
                                    and o["key"]["failure"] != UPSTREAM and list(o["key"]["ops"]) == list(r["key"]["ops"])
                                    and bool(set(o["signatures"]) & set(r["signatures"]))))
+
+
+def absorb_failed_node_into_its_run_failure(roots: dict[str, dict[str, Any]]) -> None:
+    """A `DCF failure` root cause (the blamed engine failed to compute the diverging node once its intermediates were
+    exposed) whose repros all re-run as a run failure (IF) of exception type E joins the engine's one `IF exception:E`
+    root cause of the same operator: the node fails to run either way. Hand triage 14 (#19): onnx2tf's RoiAlign
+    dividing by H-1 = 0 came back as `DCF failure RoiAlign` and as `IF exception:InvalidArgumentError RoiAlign`, one
+    source line and one message on re-run; the same pair appeared in every small-model campaign checked."""
+    def failed_node(r: dict[str, Any]) -> bool:
+        reran = set(r.get("reran_as") or ())
+        return (r["key"]["status"] == "DCF" and r["key"]["failure"] == "failure" and len(r["key"]["ops"]) == 1
+                and len(reran) == 1 and next(iter(reran)).startswith("IF|exception:"))
+
+    def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
+        etype = next(iter(r["reran_as"])).split(":", 1)[1]
+        return (o["engine"] == r["engine"] and o["key"]["status"] == "IF" and o["key"]["failure"] == f"exception:{etype}"
+                and list(o["key"]["ops"]) == list(r["key"]["ops"]))
+
+    _absorb_into_one(roots, failed_node, fits)
 
 
 def absorb_across_modes(roots: dict[str, dict[str, Any]]) -> None:

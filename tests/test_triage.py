@@ -1002,3 +1002,24 @@ def test_the_first_input_rank_of_a_one_node_repro_comes_from_its_graph_input_or_
     assert _first_input_rank(h.make_model(g)) == 3  # from the initializer
     g = h.make_graph([conv], "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, None)], [y], [w])
     assert _first_input_rank(h.make_model(g)) is None  # unknown: a rank-limited family does not hold
+
+
+def test_a_node_that_failed_to_compute_joins_its_run_failure_when_its_repro_reruns_as_one():
+    """Hand triage 14 (#19): onnx2tf's RoiAlign dividing by H-1 = 0 was `DCF failure RoiAlign` (the node failed once the
+    intermediates were exposed; its repro re-runs as an InvalidArgumentError) and `IF exception:InvalidArgumentError
+    RoiAlign`: one defect. Another exception type, another operator, or a repro that does not re-run as an IF stays apart."""
+    from ofuzz.triage import absorb_failed_node_into_its_run_failure
+
+    def root(rid, status, failure, ops, reran=None):
+        r = {"id": rid, "engine": "tensorflow", "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops),
+             "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid}
+        return {**r, "reran_as": {reran}} if reran else r
+
+    roots = {r["id"]: r for r in [root("i1", "IF", "exception:InvalidArgumentError", ["RoiAlign"]),
+                                  root("d2", "DCF", "failure", ["RoiAlign"], "IF|exception:InvalidArgumentError"),
+                                  root("d3", "DCF", "failure", ["RoiAlign"], "IF|exception:ValueError"),
+                                  root("d4", "DCF", "failure", ["RoiAlign"], "DCF|"),
+                                  root("i5", "IF", "exception:InvalidArgumentError", ["Resize"]),
+                                  root("d6", "DCF", "failure", ["Concat"], "IF|exception:InvalidArgumentError")]}
+    absorb_failed_node_into_its_run_failure(roots)
+    assert sorted(roots) == ["d3", "d4", "d6", "i1", "i5"] and roots["i1"]["absorbed"] == ["d2"]
