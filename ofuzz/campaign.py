@@ -20,7 +20,7 @@ import numpy as np
 from ofuzz.chooser import make_chooser, reward
 from ofuzz.blocks import Corpus
 from ofuzz.coverage import Coverage, OpRecord
-from ofuzz.defaults import DEFAULT_BLOCKS, parse_blocks
+from ofuzz.defaults import DEFAULT_BLOCKS, DEFAULT_CHOOSER, DEFAULT_STEER, parse_blocks
 from ofuzz.fine_coverage import fine_keys
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.solver.rules import OPSET
@@ -43,7 +43,7 @@ class CampaignOptions:
     blocks: tuple[int, int] = parse_blocks(DEFAULT_BLOCKS)
     graph: str = "mixed"
     mutations: bool = True
-    chooser: str = "mcts"
+    chooser: str = DEFAULT_CHOOSER
     seed: int = 0
     workers: int = 2
     run_all: bool = False
@@ -54,7 +54,7 @@ class CampaignOptions:
     reduce: bool = True
     reduce_budget: float = 20.0  # seconds per finding
     opsets: tuple[int, int] = (17, 17)  # ONNX versions of the models (one drawn per model)
-    steer: bool = False  # prefer models every engine can run (ofuzz.steering)
+    steer: bool = DEFAULT_STEER  # prefer models every engine can run (ofuzz.steering)
     candidates: int = 1  # models generated per step; the most novel is judged (ofuzz.novelty)
 
 

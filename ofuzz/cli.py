@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ofuzz.corpus import CorpusError, load_corpus
-from ofuzz.defaults import CHOOSERS, DEFAULT_BLOCKS, DEFAULT_ENGINES, GRAPH_MODELS, default_runs_dir, parse_blocks, parse_duration, parse_opsets
+from ofuzz.defaults import CHOOSERS, DEFAULT_BLOCKS, DEFAULT_CHOOSER, DEFAULT_ENGINES, DEFAULT_STEER, GRAPH_MODELS, default_runs_dir, parse_blocks, parse_duration, parse_opsets
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="ofuzz: graph-based differential fuzzing of DL inference engines.")
 console = Console(stderr=True)
@@ -322,7 +322,7 @@ def campaign(
     blocks: str = typer.Option(DEFAULT_BLOCKS, help="Blocks per model: N or LO..HI."),
     graph: str = GRAPH_OPTION,
     mutations: bool = typer.Option(True, "--mutations/--no-mutations"),
-    chooser: str = typer.Option("mcts", help="Block chooser: " + " or ".join(CHOOSERS) + "."),
+    chooser: str = typer.Option(DEFAULT_CHOOSER, help="Block chooser: " + " or ".join(CHOOSERS) + "."),
     seed: int = typer.Option(0),
     workers: int = WORKERS_OPTION,
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Campaign folder (default: $OFUZZ_RUNS/<timestamp>, else ~/.local/share/ofuzz/runs/<timestamp>)."),
@@ -337,7 +337,7 @@ def campaign(
     ray: Optional[str] = typer.Option(None, "--ray", help="Judge on Ray actors: 'local' (a private Ray instance on this machine), 'auto' or ray://HOST:PORT (a cluster). Needs the extra: pip install 'ofuzz\\[ray]'."),
     actors: int = typer.Option(0, "--actors", help="With --ray: engine-pool actors (default: the cluster's CPUs)."),
     opset: str = OPSET_OPTION,
-    steer: bool = typer.Option(False, "--steer/--no-steer", help="Engine-aware steering: a model holding an operator an engine keeps failing on is sent to that engine less often (see README)."),
+    steer: bool = typer.Option(DEFAULT_STEER, "--steer/--no-steer", help="Engine-aware steering: a model holding an operator an engine keeps failing on is sent to that engine less often (see README)."),
     candidates: int = typer.Option(1, "--candidates", min=1, max=64, help="Models generated per step; the one whose constructs the engines that would run it have computed least is judged (see README)."),
 ) -> None:
     """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""

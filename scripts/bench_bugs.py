@@ -1,6 +1,6 @@
 """Bug-finding power: campaigns counted in root causes, not signatures.
 
-    python scripts/bench_bugs.py --budget 10m --seeds 3 [--engines onnxruntime,tensorflow,mnn,reference] [--chooser mcts]
+    python scripts/bench_bugs.py --budget 10m --seeds 3 [--engines onnxruntime,tensorflow,mnn,reference] [--chooser random]
     python scripts/bench_bugs.py --campaign DIR [DIR ...]     # only count campaigns that already ran
 
 Runs one campaign per seed (each followed by its triage: re-judging, reduction of
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from ofuzz.defaults import DEFAULT_ENGINES
+from ofuzz.defaults import DEFAULT_CHOOSER, DEFAULT_ENGINES
 from ofuzz.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +87,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES))
-    ap.add_argument("--chooser", default="mcts")
+    ap.add_argument("--chooser", default=DEFAULT_CHOOSER)
     ap.add_argument("--out", type=Path, default=None, help="where the campaign folders go (default: a temporary folder)")
     ap.add_argument("--campaign", type=Path, nargs="*", default=None, help="count these finished (and triaged) campaigns instead")
     a = ap.parse_args()

@@ -82,7 +82,7 @@ def test_picking_among_candidates_raises_the_share_an_engine_compares_without_sk
     for k in (1, 4):
         out = tmp_path / f"pick-{k}"
         c = Campaign(load_corpus(), specs, CampaignOptions(engines=[s.name for s in specs], models=120, blocks=(2, 6), seed=5,
-                                                           workers=1, timeout=10, chooser="bandit", candidates=k), out)
+                                                           workers=1, timeout=10, chooser="bandit", candidates=k, steer=False), out)
         c.run()
         c.close()
         share[k], skipped = compared_share(out, "testdouble")

@@ -16,7 +16,8 @@ import pytest
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'ofuzz[ray]')")
 
 ENGINES = "onnxruntime,reference,testdouble"
-COMMON = ["--engines", ENGINES, "--seed", "5", "--chooser", "random", "--blocks", "3..8", "--no-reduce", "--no-report", "--timeout", "5"]
+COMMON = ["--engines", ENGINES, "--seed", "5", "--chooser", "random", "--no-steer", "--blocks", "3..8", "--no-reduce", "--no-report",
+          "--timeout", "5"]
 ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
 
 
@@ -92,7 +93,8 @@ def test_the_export_fans_out_over_actors_and_matches_a_local_export(tmp_path):
     def klasses(out: Path) -> dict[str, str]:
         return {p.parent.name: json.loads(p.read_text())["klass"] for p in (out / "repros").glob("*/finding.json")}
 
-    args = ["--engines", ENGINES, "--seed", "5", "--chooser", "random", "--blocks", "3..8", "--no-report", "--timeout", "5", "--models", "10"]
+    args = ["--engines", ENGINES, "--seed", "5", "--chooser", "random", "--no-steer", "--blocks", "3..8", "--no-report", "--timeout", "5",
+            "--models", "10"]
     local = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", *args, "--out", str(tmp_path / "local"), "--workers", "2"],
                            capture_output=True, text=True, env=ENV, timeout=900)
     assert local.returncode == 0, local.stderr[-2000:]

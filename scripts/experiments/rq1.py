@@ -33,7 +33,8 @@ def main() -> None:
     ap.add_argument("--docs", type=Path, default=ROOT / "docs" / "results.md")
     a = ap.parse_args()
     specs = resolve(a.engines.split(","))
-    opts = CampaignOptions(engines=[s.name for s in specs], models=a.models, blocks=(1, 30), run_all=True, seed=1)
+    opts = CampaignOptions(engines=[s.name for s in specs], models=a.models, blocks=(1, 30), run_all=True, seed=1,
+                           chooser="mcts", steer=False)  # the paper's method
     t0 = time.perf_counter()
     resume = (a.out / "campaign.sqlite").is_file()
     c = Campaign(load_corpus(), specs, opts, a.out, resume=resume)

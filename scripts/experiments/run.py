@@ -59,7 +59,8 @@ def run_cell(corpus, specs, out: Path, row, n: int, rep: int, tests: int, seed: 
         kept = st.counts()["kept"]
         st.close()
     opts = CampaignOptions(engines=[s.name for s in specs], tests=tests, blocks=(n, n), graph=graph, mutations=mutations,
-                           chooser=chooser, seed=seed, workers=workers, localise=True, prefer=PREFER)
+                           chooser=chooser, seed=seed, workers=workers, localise=True, prefer=PREFER,
+                           steer=False)  # the paper's method: no steering
     t0 = time.perf_counter()
     if not resume or kept < tests:
         c = Campaign(corpus, specs, opts, d, resume=resume)

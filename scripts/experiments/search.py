@@ -28,11 +28,14 @@ COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
 
 
 def run_one(out: Path, variant: str, seed: int, budget: str, engines: str, workers: int = 1) -> None:
-    """`variant`: a chooser, optionally with `+steer` (engine-aware steering, `ofuzz campaign --steer`), `+pickK`
+    """`variant`: a chooser, optionally with `+steer` (engine-aware steering, `ofuzz campaign --steer`; without it the
+    campaign runs `--no-steer`, so `random` is the unsteered baseline whatever the default), `+pickK`
     (K candidates per step, the most novel judged: `ofuzz campaign --candidates K`) and `+blocksLO-HI` (blocks per
     model: `ofuzz campaign --blocks LO..HI`)."""
     chooser, *extras = variant.split("+")
     flags = [f for x in extras for f in _flags(x)]
+    if "steer" not in extras:  # a variant is steered only when it says so, whatever the campaign's default
+        flags.append("--no-steer")
     if not (out / "campaign.sqlite").is_file():
         r = ofuzz("campaign", "--engines", engines, "--budget", budget, "--seed", str(seed), "--chooser", chooser,
                   "--out", str(out), "--no-reduce", "--no-report", "--workers", str(workers), *flags)
