@@ -389,8 +389,9 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
         if "root" in info and (info.get("repro_failure") or {}).get("where"):
             rc.setdefault("where", set()).add(info["repro_failure"]["where"])
         if "root" in info and (info.get("repro_failure") or {}).get("status"):
-            shown = info["repro_failure"]
-            rc.setdefault("reran_as", set()).add(f"{shown['status']}|{shown.get('kind', '')}:{shown.get('etype', '')}".rstrip(":"))
+            shown = info["repro_failure"]  # "STATUS failure", as a key spells it: "IF exception:InvalidArgumentError"
+            failure = failure_of(shown["status"], shown.get("category", ""), shown.get("kind", ""), shown.get("etype", ""))
+            rc.setdefault("reran_as", set()).add(f"{shown['status']} {failure}")
         if "root" in info:
             nodes = info.get("reduction", {}).get("nodes_after", 10**9)
             if rc["nodes"] is None or nodes < rc["nodes"]:
@@ -603,11 +604,10 @@ def absorb_failed_node_into_its_run_failure(roots: dict[str, dict[str, Any]]) ->
     def failed_node(r: dict[str, Any]) -> bool:
         reran = set(r.get("reran_as") or ())
         return (r["key"]["status"] == "DCF" and r["key"]["failure"] == "failure" and len(r["key"]["ops"]) == 1
-                and len(reran) == 1 and next(iter(reran)).startswith("IF|exception:"))
+                and len(reran) == 1 and next(iter(reran)).startswith("IF exception:"))
 
     def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
-        etype = next(iter(r["reran_as"])).split(":", 1)[1]
-        return (o["engine"] == r["engine"] and o["key"]["status"] == "IF" and o["key"]["failure"] == f"exception:{etype}"
+        return (o["engine"] == r["engine"] and f"{o['key']['status']} {o['key']['failure']}" == next(iter(r["reran_as"]))
                 and list(o["key"]["ops"]) == list(r["key"]["ops"]))
 
     _absorb_into_one(roots, failed_node, fits)

@@ -1016,10 +1016,10 @@ def test_a_node_that_failed_to_compute_joins_its_run_failure_when_its_repro_reru
         return {**r, "reran_as": {reran}} if reran else r
 
     roots = {r["id"]: r for r in [root("i1", "IF", "exception:InvalidArgumentError", ["RoiAlign"]),
-                                  root("d2", "DCF", "failure", ["RoiAlign"], "IF|exception:InvalidArgumentError"),
-                                  root("d3", "DCF", "failure", ["RoiAlign"], "IF|exception:ValueError"),
-                                  root("d4", "DCF", "failure", ["RoiAlign"], "DCF|"),
+                                  root("d2", "DCF", "failure", ["RoiAlign"], "IF exception:InvalidArgumentError"),
+                                  root("d3", "DCF", "failure", ["RoiAlign"], "IF exception:ValueError"),
+                                  root("d4", "DCF", "failure", ["RoiAlign"], "DCF failure"),
                                   root("i5", "IF", "exception:InvalidArgumentError", ["Resize"]),
-                                  root("d6", "DCF", "failure", ["Concat"], "IF|exception:InvalidArgumentError")]}
+                                  root("d6", "DCF", "failure", ["Concat"], "IF exception:InvalidArgumentError")]}
     absorb_failed_node_into_its_run_failure(roots)
     assert sorted(roots) == ["d3", "d4", "d6", "i1", "i5"] and roots["i1"]["absorbed"] == ["d2"]
