@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_bugs import corpus, covered, ofuzz  # noqa: E402  (the confirmed-bugs corpus and its matching rule)
 
-from ofuzz.defaults import CHOOSERS, DEFAULT_ENGINES, parse_blocks, parse_duration  # noqa: E402
+from ofuzz.defaults import CHOOSERS, DEFAULT_ENGINES, parse_blocks, parse_duration, parse_opsets  # noqa: E402
 from ofuzz.store import Store  # noqa: E402
 
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
@@ -31,11 +31,14 @@ def run_one(out: Path, variant: str, seed: int, budget: str, engines: str, worke
     """`variant`: a chooser, optionally with `+steer` (engine-aware steering, `ofuzz campaign --steer`; without it the
     campaign runs `--no-steer`, so `random` is the unsteered baseline whatever the default), `+pickK`
     (K candidates per step, the most novel judged: `ofuzz campaign --candidates K`) and `+blocksLO-HI` (blocks per
-    model: `ofuzz campaign --blocks LO..HI`)."""
+    model: `ofuzz campaign --blocks LO..HI`) and `+opsetLO-HI` (ONNX versions of the models, `ofuzz campaign --opset
+    LO..HI`; without it the models are opset 17, the paper's generation space, whatever the campaign's default)."""
     chooser, *extras = variant.split("+")
     flags = [f for x in extras for f in _flags(x)]
     if "steer" not in extras:  # a variant is steered only when it says so, whatever the campaign's default
         flags.append("--no-steer")
+    if not any(x.startswith("opset") for x in extras):
+        flags += ["--opset", "17"]
     if not (out / "campaign.sqlite").is_file():
         r = ofuzz("campaign", "--engines", engines, "--budget", budget, "--seed", str(seed), "--chooser", chooser,
                   "--out", str(out), "--no-reduce", "--no-report", "--workers", str(workers), *flags)
@@ -56,6 +59,13 @@ def _flags(extra: str) -> list[str]:
         except ValueError:
             return []
         return ["--blocks", spec]
+    if extra.startswith("opset"):
+        spec = extra[5:].replace("-", "..")
+        try:
+            parse_opsets(spec)  # the campaign's own check of an opset range
+        except ValueError:
+            return []
+        return ["--opset", spec]
     return []
 
 
@@ -119,7 +129,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--choosers", default="mcts,random",
                     help=f"comma-separated, from {', '.join(CHOOSERS)}; CHOOSER+steer adds --steer, CHOOSER+pickK --candidates K, "
-                         "CHOOSER+blocksLO-HI --blocks LO..HI")
+                         "CHOOSER+blocksLO-HI --blocks LO..HI, CHOOSER+opsetLO-HI --opset LO..HI (else 17)")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=101)
     ap.add_argument("--budget", default="10m")
@@ -133,7 +143,7 @@ def main() -> None:
     bad = [c for c in choosers if c.split("+")[0] not in CHOOSERS
            or not all(_flags(x) for x in c.split("+")[1:])]
     if bad:
-        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}, each optionally with +steer, +pickK and +blocksLO-HI")
+        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}, each optionally with +steer, +pickK, +blocksLO-HI and +opsetLO-HI")
     budget = parse_duration(a.budget)
     base = a.out or Path(tempfile.mkdtemp(prefix="ofuzz-search-"))
     bugs = corpus()
