@@ -108,6 +108,8 @@ class Reducer:
         self.proven_one_minimal = False  # set by ddmin_nodes when its last round refused every single-node removal
         self.log: list[str] = []
         self.accepted: dict[str, Judged] = {}  # digest -> verdict of accepted candidates judged on every engine (the repro reuses it)
+        spec = getattr(pool, "specs", {}).get(target.engine)
+        self.layout_from_shape = bool(getattr(spec, "layout_from_shape", False))  # the blamed engine reads layouts off shapes
 
     def out_of_time(self) -> bool:
         return time.perf_counter() - self.t0 > self.budget
@@ -243,9 +245,19 @@ def _values(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
 
 def _sub(r: Reducer, cur: State, values: dict[str, np.ndarray], keep: list[int]) -> State | None:
     built = submodel(cur[0], keep, values, cur[1])
-    if built is None or not r.consider(*built):
+    if built is None or _hides_layout(r, cur[0], built[0]) or not r.consider(*built):
         return None
     return built
+
+
+def _hides_layout(r: Reducer, before: onnx.ModelProto, after: onnx.ModelProto) -> bool:
+    """A cut that makes an inner tensor such as [1,1,1,1] an input, for an engine that reads an input's layout off its
+    shape: onnx2tf's default mode takes it as not transposed and then fails another way than the model did (hand
+    triage 14 #29: a GlobalMaxPool output cut into an input moved an Add layout defect onto Pad)."""
+    if not getattr(r, "layout_from_shape", False):
+        return False
+    had = {vi.name for vi in before.graph.input}
+    return any(_looks_alike(vi, ones=True) for vi in after.graph.input if vi.name not in had)
 
 
 def cut_to_node(r: Reducer, cur: State, values: dict[str, np.ndarray], start_node: str | None) -> State:
@@ -441,22 +453,27 @@ def halve_shapes(r: Reducer, cur: State) -> State:
                 for n in members:
                     ins[n] = np.take(ins[n], np.arange((size + 1) // 2), axis=axis)
                 cand = _retyped(model, ins)
-                if cand is None or (_layout_ambiguous(cand) and not _layout_ambiguous(model)) or not r.consider(cand, ins):
+                ones = getattr(r, "layout_from_shape", False)
+                if cand is None or (_layout_ambiguous(cand, ones) and not _layout_ambiguous(model, ones)) or not r.consider(cand, ins):
                     break
                 model, feeds = cand, ins
     return model, feeds
 
 
-def _layout_ambiguous(model: onnx.ModelProto) -> bool:
+def _layout_ambiguous(model: onnx.ModelProto, ones: bool = False) -> bool:
     """An input or output of rank 3-5 whose dims after the batch are all one size > 1 ([1,2,2,2]): its NCHW and NHWC
     layouts have the same shape, so an engine that converts the layout (onnx2tf's default mode) cannot be fed or read
     back by shape, and its right answer looks wrong (hand triage 7: a 1x1 Conv halved to [1,2,2,2] stayed a bug
-    though onnx2tf's default mode computes it right). ENGINE-NOTES: distinct sizes make a layout detectable."""
-    for vi in [*model.graph.input, *model.graph.output]:
-        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim]
-        if 3 <= len(dims) <= 5 and dims[1] > 1 and len(set(dims[1:])) == 1:
-            return True
-    return False
+    though onnx2tf's default mode computes it right). ENGINE-NOTES: distinct sizes make a layout detectable.
+    `ones`: size 1 counts too ([1,1,1,1]); its data reads the same either way, but an engine that reads the layout off
+    the shape still takes another path for it."""
+    return any(_looks_alike(vi, ones) for vi in [*model.graph.input, *model.graph.output])
+
+
+def _looks_alike(vi: onnx.ValueInfoProto, ones: bool = False) -> bool:
+    """Rank 3-5 with every dim after the batch of one size (> 1, or ≥ 1 with `ones`): NCHW and NHWC shapes coincide."""
+    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim]
+    return 3 <= len(dims) <= 5 and dims[1] >= (1 if ones else 2) and len(set(dims[1:])) == 1
 
 
 def _well_formed(model: onnx.ModelProto) -> bool:

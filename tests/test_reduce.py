@@ -131,3 +131,46 @@ def test_a_divergence_is_reduced_only_into_the_same_kind_of_divergence():
     at_conv = Target.of(dcf("shape", "Conv"))
     assert at_conv.matches(dcf("shape", "Conv")) and not at_conv.matches(dcf("shape", "Add")) and not at_conv.matches(dcf("nan", "Conv"))
     assert Target("mnn", "DCF", "Conv").matches(dcf("nan", "Conv"))  # a bare operator: any category, as before
+
+
+def test_a_cut_does_not_hand_a_layout_reading_engine_an_input_whose_layouts_look_alike():
+    """Hand triage 14 #29: cutting x → GlobalMaxPool → Relu to Relu alone made the [1,1,1,1] pool output an input.
+    onnx2tf's default mode reads an input's layout off its shape, took it as not transposed and failed another way
+    than the model. For such an engine (`layout_from_shape`) the cut is refused; for any other it stands. A stand-in
+    reducer accepts every well-formed candidate (the cut's own rule under test, not the engines)."""
+    from onnx import helper
+
+    from ofuzz.reduce import _sub
+
+    nodes = [helper.make_node("GlobalMaxPool", ["x"], ["p"], name="n0"), helper.make_node("Relu", ["p"], ["y"], name="n1")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, [1, 1, 3, 4])],
+                          [helper.make_tensor_value_info("y", 1, [1, 1, 1, 1])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    x = np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4)
+    values = {"x": x, "p": x.max(axis=(2, 3), keepdims=True), "y": x.max(axis=(2, 3), keepdims=True)}
+
+    class AcceptsAll:  # test double for Reducer
+        log: list[str] = []
+
+        def __init__(self, layout_from_shape: bool) -> None:
+            self.layout_from_shape = layout_from_shape
+
+        def out_of_time(self) -> bool:
+            return False
+
+        def consider(self, m, feeds) -> bool:
+            onnx.checker.check_model(m, full_check=True)
+            return True
+
+    assert _sub(AcceptsAll(True), (model, {"x": x}), values, [1]) is None
+    cut = _sub(AcceptsAll(False), (model, {"x": x}), values, [1])
+    assert cut is not None and [i.name for i in cut[0].graph.input] == ["p"]
+    assert _sub(AcceptsAll(True), (model, {"x": x}), values, [0, 1]) is not None  # no new input: the whole model stands
+
+
+def test_only_onnx2tf_default_mode_reads_layouts_off_shapes():
+    from ofuzz.engines.registry import builtin_engines
+
+    specs = builtin_engines()
+    assert specs["tensorflow-nhwc"].layout_from_shape
+    assert not any(s.layout_from_shape for n, s in specs.items() if n != "tensorflow-nhwc")

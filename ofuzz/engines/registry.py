@@ -51,6 +51,9 @@ class EngineSpec:
     second_opinion: str = ""  # an engine asked whether this one's reduced findings show there too (ofuzz.second_opinion)
     version_requires: tuple[str, ...] = ()
     version_max_opset: tuple[tuple[str, int], ...] = ()  # (release prefix, its max_opset) where it differs from max_opset
+    # the engine tells an input's layout from its shape (onnx2tf's default mode): a repro must not hand it an input whose
+    # layouts look alike where the model had none, or the repro may show another defect than the model (ofuzz.reduce)
+    layout_from_shape: bool = False
 
     @property
     def family_name(self) -> str:
@@ -93,6 +96,7 @@ def _spec_from(raw: dict[str, Any], base: Path, src: str) -> EngineSpec:
         version_package=str((raw.get("versions") or {}).get("package", "")),
         version_requires=tuple(str(r) for r in (raw.get("versions") or {}).get("requires") or ()),
         version_max_opset=tuple((str(k), int(v)) for k, v in ((raw.get("versions") or {}).get("max_opset") or {}).items()),
+        layout_from_shape=bool(raw.get("layout_from_shape", False)),
     )
 
 
