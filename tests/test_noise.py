@@ -507,6 +507,12 @@ def test_families_name_one_code_path_per_engine(nc):
     assert conv1d is not None and conv1d == nc.family("mnn", "ConvTranspose", 2, "shape", 3)
     assert nc.family("mnn", "Conv", 3, "shape", 4) is None and nc.family("mnn", "Conv", 3, "shape") is None
     assert nc.family("mnn", "Conv", 3, "value", 3) is None
+    # MNN's one Reduce transform ignores the axes input of opset 18 under five names; the opset-17 form (one input),
+    # its wrong values and the Reduce ops it converts elsewhere (ReduceSum) stay apart
+    axes = nc.family("mnn", "ReduceL2", 2, "shape")
+    assert axes is not None and axes == nc.family("mnn", "ReduceLogSum", 2, "shape") == nc.family("mnn", "ReduceSumSquare", 2, "shape")
+    assert nc.family("mnn", "ReduceL2", 1, "shape") is None and nc.family("mnn", "ReduceSum", 2, "shape") is None
+    assert nc.family("mnn", "ReduceL1", 2, "value") is None and nc.family("mnn", "ReduceLogSumExp", 1, "value").name == "mnn-exp-kernel"
 
 
 def test_mvn_of_a_constant_tensor_is_undefined(nc):
