@@ -602,11 +602,24 @@ class Family:
     source: str = ""
     failures: tuple[str, ...] = ()  # only these failure classes (value, inf, crash, exception:ValueError ...); empty: any
     input_ranks: tuple[int, ...] = ()  # only nodes whose first input has one of these ranks (MNN's 1-D Conv); empty: any
+    # only nodes that give each of these attributes a value other than the one that leaves it unused (dilations 1):
+    # MNN ignores pool dilations, so a pool's wrong shape is that defect only where dilations are set
+    attr_not: tuple[tuple[str, float], ...] = ()
 
-    def holds(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None) -> bool:
+    def holds(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None,
+              attrs: dict[str, Any] | None = None) -> bool:
         return (op in self.ops and n_inputs >= self.min_inputs and engine_matches(engine, self.engines)
                 and (not self.failures or failure in self.failures or failure.split(":")[0] in self.failures)
-                and (not self.input_ranks or rank in self.input_ranks))
+                and (not self.input_ranks or rank in self.input_ranks)
+                and all(_differs(attrs or {}, name, unused) for name, unused in self.attr_not))
+
+
+def _differs(attrs: dict[str, Any], name: str, unused: float) -> bool:
+    """The node gives `name` and some element of it is not `unused` (a list attribute counts element-wise)."""
+    if name not in attrs:
+        return False
+    value = attrs[name]
+    return any(v != unused for v in (value if isinstance(value, (list, tuple)) else [value]))
 
 
 @dataclass(frozen=True)
@@ -682,10 +695,12 @@ class NoiseClasses:
     sources: tuple[str, ...] = ()
     family_rules: tuple[Family, ...] = ()
 
-    def family(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None) -> Family | None:
+    def family(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None,
+               attrs: dict[str, Any] | None = None) -> Family | None:
         """The engine's operator family a reduced one-node repro belongs to (see noise/families.yaml); `rank` is its
-        first input's rank, None when unknown (then a family limited to some ranks does not hold)."""
-        return next((f for f in self.family_rules if f.holds(engine, op, n_inputs, failure, rank)), None)
+        first input's rank, None when unknown (then a family limited to some ranks does not hold); `attrs` the node's
+        attributes (name -> value). The first family of the file that holds wins."""
+        return next((f for f in self.family_rules if f.holds(engine, op, n_inputs, failure, rank, attrs)), None)
 
     def by_design(self, engine: str, op: str, divergence: str) -> Gap | None:
         """The documented design choice of an engine that a wrong output of this operator shows (onnx2tf's
@@ -837,7 +852,7 @@ _FIELDS = {
     "unsupported": ({"name", "engines"}, {"patterns", "op", "attribute", "op_from", "doc", "divergence", "skip_when"}),
     "undefined": ({"name", "ops", "why"}, {"when", "doc", "except_ops"}),
     "reference_gaps": ({"name", "ops", "reason"}, {"when", "doc", "except_ops"}),
-    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures", "input_ranks"}),
+    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures", "input_ranks", "attr_not"}),
 }
 
 
@@ -935,7 +950,13 @@ def _family(raw: dict, file: str) -> Family:
     ranks = raw.get("input_ranks", [])
     if not isinstance(ranks, list) or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ranks):
         raise _Bad(f"input_ranks must be a list of non-negative integers, got {ranks!r}", "write input_ranks: [3] (or leave it out)")
-    return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file, tuple(failures), tuple(ranks))
+    attr_not = raw.get("attr_not", {})
+    if not isinstance(attr_not, dict) or not all(isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                 for k, v in attr_not.items()):
+        raise _Bad(f"attr_not must map attribute names to the number that leaves them unused, got {attr_not!r}",
+                   "write attr_not: {dilations: 1} (or leave it out)")
+    return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file, tuple(failures), tuple(ranks),
+                  tuple((k, float(v)) for k, v in attr_not.items()))
 
 
 def _check_fields(section: str, raw: dict) -> None:

@@ -450,7 +450,8 @@ def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: An
         return None
     model = onnx.load(str(path))
     node = model.graph.node[0]
-    return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i), key.failure, _first_input_rank(model))
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i), key.failure, _first_input_rank(model), attrs)
 
 
 def _first_input_rank(model: onnx.ModelProto) -> int | None:

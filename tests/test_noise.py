@@ -513,6 +513,22 @@ def test_families_name_one_code_path_per_engine(nc):
     assert axes is not None and axes == nc.family("mnn", "ReduceLogSum", 2, "shape") == nc.family("mnn", "ReduceSumSquare", 2, "shape")
     assert nc.family("mnn", "ReduceL2", 1, "shape") is None and nc.family("mnn", "ReduceSum", 2, "shape") is None
     assert nc.family("mnn", "ReduceL1", 2, "value") is None and nc.family("mnn", "ReduceLogSumExp", 1, "value").name == "mnn-exp-kernel"
+    # MNN never reads pool dilations: a dilated MaxPool, AveragePool or LpPool is one defect, shape or values; an
+    # undilated pool's wrong values stay with the divisor defect, and dilations of 1 are no dilations
+    dil = nc.family("mnn", "MaxPool", 1, "shape", 4, {"dilations": [2, 1], "kernel_shape": [2, 2]})
+    assert dil is not None and dil.name == "mnn-pool-dilations"
+    assert dil == nc.family("mnn", "LpPool", 1, "value", 4, {"dilations": [1, 3]}) == nc.family("mnn", "AveragePool", 1, "shape", 4, {"dilations": [2, 2]})
+    assert nc.family("mnn", "MaxPool", 1, "shape", 4, {"dilations": [1, 1]}) is None and nc.family("mnn", "MaxPool", 1, "shape", 4) is None
+    assert nc.family("mnn", "AveragePool", 1, "value", 4, {"pads": [0, 0, 1, 1]}).name == "mnn-avgpool-divisor"
+
+
+def test_a_family_attr_not_must_map_names_to_numbers(tmp_path):
+    from ofuzz.noise import NoiseError, load_noise
+
+    bad = tmp_path / "families.yaml"
+    bad.write_text("families:\n  - {name: f, engines: [mnn], ops: [MaxPool, AveragePool], why: w, attr_not: [dilations]}\n")
+    with pytest.raises(NoiseError, match="attr_not must map attribute names"):
+        load_noise([bad])
 
 
 def test_mvn_of_a_constant_tensor_is_undefined(nc):
