@@ -20,7 +20,7 @@ import numpy as np
 from ofuzz.chooser import make_chooser, reward
 from ofuzz.blocks import Corpus
 from ofuzz.coverage import Coverage, OpRecord
-from ofuzz.defaults import DEFAULT_BLOCKS, DEFAULT_CHOOSER, DEFAULT_STEER, parse_blocks
+from ofuzz.defaults import DEFAULT_BLOCKS, DEFAULT_CHOOSER, DEFAULT_OPSETS, DEFAULT_STEER, parse_blocks, parse_opsets
 from ofuzz.fine_coverage import fine_keys
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.solver.rules import OPSET
@@ -53,7 +53,7 @@ class CampaignOptions:
     prefer: float = 1.0  # see GenerateOptions.prefer
     reduce: bool = True
     reduce_budget: float = 20.0  # seconds per finding
-    opsets: tuple[int, int] = (17, 17)  # ONNX versions of the models (one drawn per model)
+    opsets: tuple[int, int] = parse_opsets(DEFAULT_OPSETS)  # ONNX versions of the models (one drawn per model)
     steer: bool = DEFAULT_STEER  # prefer models every engine can run (ofuzz.steering)
     candidates: int = 1  # models generated per step; the most novel is judged (ofuzz.novelty)
 

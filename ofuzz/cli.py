@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ofuzz.corpus import CorpusError, load_corpus
-from ofuzz.defaults import CHOOSERS, DEFAULT_BLOCKS, DEFAULT_CHOOSER, DEFAULT_ENGINES, DEFAULT_STEER, GRAPH_MODELS, default_runs_dir, parse_blocks, parse_duration, parse_opsets
+from ofuzz.defaults import CHOOSERS, DEFAULT_BLOCKS, DEFAULT_CHOOSER, DEFAULT_ENGINES, DEFAULT_OPSETS, DEFAULT_STEER, GRAPH_MODELS, default_runs_dir, parse_blocks, parse_duration, parse_opsets
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="ofuzz: graph-based differential fuzzing of DL inference engines.")
 console = Console(stderr=True)
@@ -42,7 +42,7 @@ def opset_range(spec: str) -> tuple[int, int]:
         raise typer.BadParameter(str(exc)) from None
 
 
-OPSET_OPTION = typer.Option("17", "--opset", help="ONNX version of the models: N or LO..HI (one drawn per model; blocks of later versions, "
+OPSET_OPTION = typer.Option(DEFAULT_OPSETS, "--opset", help="ONNX version of the models: N or LO..HI (one drawn per model; blocks of later versions, "
                             "such as Mish at 18, appear only in models of those; an engine is not sent a model above its max_opset).")
 
 
