@@ -52,20 +52,14 @@ def _flags(extra: str) -> list[str]:
         return ["--steer"]
     if extra.startswith("pick") and extra[4:].isdigit():
         return ["--candidates", extra[4:]]
-    if extra.startswith("blocks"):
-        spec = extra[6:].replace("-", "..")
-        try:
-            parse_blocks(spec)  # the campaign's own check of a blocks range
-        except ValueError:
-            return []
-        return ["--blocks", spec]
-    if extra.startswith("opset"):
-        spec = extra[5:].replace("-", "..")
-        try:
-            parse_opsets(spec)  # the campaign's own check of an opset range
-        except ValueError:
-            return []
-        return ["--opset", spec]
+    for prefix, flag, check in (("blocks", "--blocks", parse_blocks), ("opset", "--opset", parse_opsets)):
+        if extra.startswith(prefix):
+            spec = extra[len(prefix):].replace("-", "..")
+            try:
+                check(spec)  # the campaign's own check of the range
+            except ValueError:
+                return []
+            return [flag, spec]
     return []
 
 
