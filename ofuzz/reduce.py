@@ -440,6 +440,7 @@ def simplify_values(r: Reducer, cur: State) -> State:
 def halve_shapes(r: Reducer, cur: State) -> State:
     """Halve a dim of every input that has it (together, so broadcasts still line up), then of each input alone."""
     model, feeds = cur
+    ones = getattr(r, "layout_from_shape", False)  # an engine that reads layouts off shapes: [1,1,1,1] is ambiguous too
     groups = [list(feeds)] + [[n] for n in feeds] if len(feeds) > 1 else [list(feeds)]
     for group in groups:
         rank = max((feeds[n].ndim for n in group), default=0)
@@ -453,7 +454,6 @@ def halve_shapes(r: Reducer, cur: State) -> State:
                 for n in members:
                     ins[n] = np.take(ins[n], np.arange((size + 1) // 2), axis=axis)
                 cand = _retyped(model, ins)
-                ones = getattr(r, "layout_from_shape", False)
                 if cand is None or (_layout_ambiguous(cand, ones) and not _layout_ambiguous(model, ones)) or not r.consider(cand, ins):
                     break
                 model, feeds = cand, ins
