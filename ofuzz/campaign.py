@@ -20,7 +20,7 @@ import numpy as np
 from ofuzz.chooser import make_chooser, reward
 from ofuzz.blocks import Corpus
 from ofuzz.coverage import Coverage, OpRecord
-from ofuzz.defaults import DEFAULT_BLOCKS, DEFAULT_CHOOSER, DEFAULT_OPSETS, DEFAULT_STEER, parse_blocks, parse_opsets
+from ofuzz.defaults import DEFAULT_BLOCKS, DEFAULT_CHOOSER, DEFAULT_INT_INPUTS, DEFAULT_OPSETS, DEFAULT_STEER, parse_blocks, parse_opsets
 from ofuzz.fine_coverage import fine_keys
 from ofuzz.engines.registry import EngineSpec
 from ofuzz.solver.rules import OPSET
@@ -56,6 +56,7 @@ class CampaignOptions:
     opsets: tuple[int, int] = parse_opsets(DEFAULT_OPSETS)  # ONNX versions of the models (one drawn per model)
     steer: bool = DEFAULT_STEER  # prefer models every engine can run (ofuzz.steering)
     candidates: int = 1  # models generated per step; the most novel is judged (ofuzz.novelty)
+    int_inputs: float = DEFAULT_INT_INPUTS  # share of models with integer inputs (GenerateOptions.int_inputs)
 
 
 @dataclass
@@ -103,7 +104,8 @@ class Campaign:
         self.rng = np.random.default_rng([opts.seed, len(done), 7])
         self.chooser = make_chooser(opts.chooser, corpus, self.coverage, self.rng)
         self.gen_opts = GenerateOptions(blocks=opts.blocks, graph=opts.graph, mutations=opts.mutations, prefer=opts.prefer,
-                                        opsets=None if opts.opsets[0] == opts.opsets[1] == OPSET else tuple(opts.opsets))
+                                        opsets=None if opts.opsets[0] == opts.opsets[1] == OPSET else tuple(opts.opsets),
+                                        int_inputs=opts.int_inputs)
         self.max_opset = {s.name: s.max_opset for s in specs if s.max_opset}
         self.signatures = self.store.signatures()
         self.policy = Policy.default()
@@ -376,7 +378,9 @@ def saved_options(out: Path) -> CampaignOptions | None:
         saved = st.get_meta("options")
     finally:
         st.close()
-    return CampaignOptions(**{**saved, "blocks": tuple(saved["blocks"]), "opsets": tuple(saved.get("opsets", (OPSET, OPSET)))}) if saved else None
+    # a campaign started before an option existed resumes as it ran: opset 17, float inputs only
+    return CampaignOptions(**{**saved, "blocks": tuple(saved["blocks"]), "opsets": tuple(saved.get("opsets", (OPSET, OPSET))),
+                              "int_inputs": saved.get("int_inputs", 0.0)}) if saved else None
 
 
 def empty_shell(out: Path) -> bool:

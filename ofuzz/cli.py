@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ofuzz.corpus import CorpusError, load_corpus
-from ofuzz.defaults import CHOOSERS, DEFAULT_BLOCKS, DEFAULT_CHOOSER, DEFAULT_ENGINES, DEFAULT_OPSETS, DEFAULT_STEER, GRAPH_MODELS, default_runs_dir, parse_blocks, parse_duration, parse_opsets
+from ofuzz.defaults import CHOOSERS, DEFAULT_BLOCKS, DEFAULT_CHOOSER, DEFAULT_ENGINES, DEFAULT_INT_INPUTS, DEFAULT_OPSETS, DEFAULT_STEER, GRAPH_MODELS, default_runs_dir, parse_blocks, parse_duration, parse_opsets
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="ofuzz: graph-based differential fuzzing of DL inference engines.")
 console = Console(stderr=True)
@@ -44,6 +44,9 @@ def opset_range(spec: str) -> tuple[int, int]:
 
 OPSET_OPTION = typer.Option(DEFAULT_OPSETS, "--opset", help="ONNX version of the models: N or LO..HI (one drawn per model; blocks of later versions, "
                             "such as Mish at 18, appear only in models of those; an engine is not sent a model above its max_opset).")
+
+INT_INPUTS_OPTION = typer.Option(DEFAULT_INT_INPUTS, "--int-inputs", min=0.0, max=1.0,
+                                 help="Share of models whose inputs are int32/int64 where the first block takes integers (0: float models only).")
 
 
 def duration(spec: str, option: str = "--budget") -> float:
@@ -86,13 +89,14 @@ def generate(
     check: bool = typer.Option(True, "--check/--no-check", help="Run onnx.checker (full) on every model."),
     start: int = typer.Option(0, help="Index of the first model (to extend a set)."),
     opset: str = OPSET_OPTION,
+    int_inputs: float = INT_INPUTS_OPTION,
 ) -> None:
     """Generate models: DIR/<id>.onnx, DIR/<id>.inputs.npz and DIR/<id>.json."""
     from ofuzz.generate import GenerateOptions, generate_one
 
     _check_graph(graph)
     c = _corpus(corpus)
-    opts = GenerateOptions(blocks=blocks_range(blocks), graph=graph, mutations=mutations, check=check, opsets=opset_range(opset))
+    opts = GenerateOptions(blocks=blocks_range(blocks), graph=graph, mutations=mutations, check=check, opsets=opset_range(opset), int_inputs=int_inputs)
     degraded = 0
     with Progress(TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task("gen", total=count)
@@ -338,6 +342,7 @@ def campaign(
     actors: int = typer.Option(0, "--actors", help="With --ray: engine-pool actors (default: the cluster's CPUs)."),
     opset: str = OPSET_OPTION,
     steer: bool = typer.Option(DEFAULT_STEER, "--steer/--no-steer", help="Engine-aware steering: a model holding an operator an engine keeps failing on is sent to that engine less often (see README)."),
+    int_inputs: float = INT_INPUTS_OPTION,
     candidates: int = typer.Option(1, "--candidates", min=1, max=64, help="Models generated per step; the one whose constructs the engines that would run it have computed least is judged (see README)."),
 ) -> None:
     """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""
@@ -372,7 +377,8 @@ def campaign(
         b = duration(budget) if budget else (None if (models or tests) else 600.0)
         opts = CampaignOptions(engines=names, budget=b, models=models, tests=tests, blocks=blocks_range(blocks), graph=graph,
                                mutations=mutations, chooser=chooser, seed=seed, workers=workers or (os.cpu_count() or 2),
-                               run_all=run_all, localise=localise_dcf, timeout=timeout, opsets=opset_range(opset), steer=steer, candidates=candidates)
+                               run_all=run_all, localise=localise_dcf, timeout=timeout, opsets=opset_range(opset), steer=steer, candidates=candidates,
+                               int_inputs=int_inputs)
         out = out or default_runs_dir() / _time.strftime("%Y%m%d-%H%M%S")
         if (out / "campaign.sqlite").exists() and not empty_shell(out):
             fail(f"{out} already holds a campaign; continue it with --resume {out} or pick another --out")

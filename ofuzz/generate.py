@@ -22,7 +22,7 @@ from ofuzz.genome import Genome, assign_blocks, single_block_genome
 from ofuzz.graphs import DEFAULT_P, K_CHOICES, make_graph
 from ofuzz.mutations import apply_mutations, random_input_shape, select_mutations
 from ofuzz.npz import npz_bytes
-from ofuzz.solver.builder import Builder
+from ofuzz.solver.builder import DTYPE_BY_CODE, INT32, INT64, Builder
 from ofuzz.solver.realise import realise
 from ofuzz.solver.rules import OPSET
 from ofuzz.values import ValuePolicy
@@ -41,6 +41,8 @@ class GenerateOptions:
     values: ValuePolicy = field(default_factory=ValuePolicy)
     check: bool = False  # run the full onnx checker on every model
     prefer: float = 1.0  # probability that a node takes a chooser-preferred block when one fits
+    int_inputs: float = 0.0  # share of models whose graph inputs are integers (int32 or int64) where the block takes them
+    input_dtype: int | None = None  # that model's integer input type (drawn from `int_inputs` per model)
 
 
 @dataclass
@@ -77,6 +79,9 @@ def generate_one(
     if opts.opsets is not None:  # drawn apart from the model's stream, so a single version gives today's models
         lo_v, hi_v = opts.opsets
         opts = replace(opts, opset=int(np.random.default_rng([seed, index, 18, *tail]).integers(lo_v, hi_v + 1)), opsets=None)
+    if opts.int_inputs > 0:  # its own stream too: a share of 0 gives today's float models, byte for byte
+        r = np.random.default_rng([seed, index, 19, *tail])
+        opts = replace(opts, input_dtype=(INT32, INT64)[int(r.integers(2))] if r.random() < opts.int_inputs else None)
     corpus = corpus.at(opts.opset)
     if preferred:
         preferred = [b for b in preferred if b in corpus.blocks]  # a block of a later version waits for a model of it
@@ -102,6 +107,7 @@ def generate_one(
 def build(genome: Genome, corpus: Corpus, mid: str, seed: int, index: int, opts: GenerateOptions, rng: np.random.Generator) -> GeneratedModel:
     """Solve shapes/parameters for a genome and emit the model."""
     b = Builder(rng, opts.values, opts.opset, opts.cap)
+    b.input_dtype = opts.input_dtype
     res = realise(genome, corpus, b)
     blocks = [genome.gene(n).block for n in sorted(genome.graph.nodes)]
     prov: dict[str, Any] = {
@@ -120,6 +126,7 @@ def build(genome: Genome, corpus: Corpus, mid: str, seed: int, index: int, opts:
         "node_count": len(b.nodes),
         "ops": sorted({n.proto.op_type for n in b.nodes}),
         "inputs": {t.name: list(t.shape) for t in b.inputs},
+        "input_dtypes": {t.name: DTYPE_BY_CODE.get(t.dtype, str(t.dtype)) for t in b.inputs},
         "coverage_records": [r.to_json() for r in res.records],
     }
     prov = json.loads(json.dumps(prov, default=_default))

@@ -406,6 +406,17 @@ def p_any_input_has_subnormal(arg: Any, ops: tuple[str, ...]) -> Cond:
     return lambda n: _any(_values(a, subnormal) for a in n.args)
 
 
+def p_any_int_input_above(arg: Any, ops: tuple[str, ...]) -> Cond:
+    """Some integer input holds a value of magnitude above N: arithmetic on it may leave the type's range."""
+    if isinstance(arg, bool) or not isinstance(arg, int) or arg < 0:
+        raise _Bad(f"any_int_input_above takes a non-negative integer, got {arg!r}", "write any_int_input_above: 32767")
+
+    def big(v: np.ndarray) -> bool:
+        return v.dtype.kind in "iu" and v.size > 0 and bool((np.abs(v.astype(np.float64)) > arg).any())
+
+    return lambda n: _any(_values(a, big) for a in n.args)
+
+
 DIVERGENCES = ("shape", "dtype", "missing", "value", "nan", "inf", "failure")
 FAILURES = (*DIVERGENCES, "crash", "exit", "oom", "timeout", "exception", "upstream")  # a root key's failure class
 

@@ -1,6 +1,6 @@
 """Acceptance check for generation: N models through the full checker and onnxruntime.
 
-    python scripts/check_generated.py [--count 1000] [--blocks 1..30] [--seed 1] [--opset 18..21]
+    python scripts/check_generated.py [--count 1000] [--blocks 1..30] [--seed 1] [--opset 18..21] [--int-inputs 1]
 
 Prints the checker pass rate, the onnxruntime pass rate with every failure and its
 message, degraded blocks, and the per-block / per-op counts over the set.
@@ -27,17 +27,24 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--graph", default="mixed")
     ap.add_argument("--opset", default="17", help="N or LO..HI: each model's ONNX version drawn from it (as `ofuzz generate`)")
+    ap.add_argument("--int-inputs", type=float, default=0.0, help="share of models with integer inputs (as `ofuzz generate`)")
+    ap.add_argument("--only-int", action="store_true", help="count only the models that drew integer inputs")
     a = ap.parse_args()
     ort.set_default_logger_severity(4)
     corpus = load_corpus()
-    opts = GenerateOptions(blocks=parse_blocks(a.blocks), graph=a.graph, mutations=True, opsets=parse_opsets(a.opset))
+    opts = GenerateOptions(blocks=parse_blocks(a.blocks), graph=a.graph, mutations=True, opsets=parse_opsets(a.opset), int_inputs=a.int_inputs)
     blocks: collections.Counter[str] = collections.Counter()
     versions: collections.Counter[int] = collections.Counter()
     ops: collections.Counter[str] = collections.Counter()
     checker_fail, ort_fail, degraded = [], [], []
     t0 = time.perf_counter()
+    int_models = 0
     for i in range(a.count):
         m = generate_one(corpus, a.seed, i, opts)
+        ints = sorted({d for d in m.provenance["input_dtypes"].values() if d != "float32"})
+        if a.only_int and not ints:
+            continue
+        int_models += bool(ints)
         blocks.update(m.provenance["blocks"])
         versions[m.model.opset_import[0].version] += 1
         ops.update(n.op_type for n in m.model.graph.node)
@@ -53,8 +60,9 @@ def main() -> None:
         except Exception as exc:
             ort_fail.append(f"{m.id}: {str(exc).splitlines()[0][:300]}")
     dt = time.perf_counter() - t0
-    n = a.count
+    n = int_models if a.only_int else a.count
     print(f"{n} models (blocks {a.blocks}, graph {a.graph}, opset {a.opset}, mutations on, seed {a.seed}) in {dt:.1f}s")
+    print(f"models with integer inputs: {int_models}")
     print("models per opset:", ", ".join(f"{v}: {c}" for v, c in sorted(versions.items())))
     print(f"full onnx checker: {n - len(checker_fail)}/{n} pass ({100 * (n - len(checker_fail)) / n:.1f}%)")
     print(f"onnxruntime {ort.__version__}: {n - len(checker_fail) - len(ort_fail)}/{n} run ({100 * (n - len(checker_fail) - len(ort_fail)) / n:.1f}%)")

@@ -93,7 +93,7 @@ def test_findings_report_and_testdouble_faults_are_recorded(tmp_path):
     out = tmp_path / "f"
     # the paper's chooser, unsteered: the model stream whose test-double findings the checks below were written for
     p = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", "--engines", ENGINES, "--blocks", "5..10", "--models", "60",
-                        "--chooser", "mcts", "--no-steer", "--opset", "17", "--out", str(out), "--seed", "1", "--reduce-time", "1s"],
+                        "--chooser", "mcts", "--no-steer", "--opset", "17", "--int-inputs", "0", "--out", str(out), "--seed", "1", "--reduce-time", "1s"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "ofuzz repro --all" in p.stdout + p.stderr  # the 1 s cap leaves findings for a later export and says how to finish

@@ -104,6 +104,33 @@ def test_an_opset_range_draws_one_version_per_model_and_keeps_later_blocks_to_th
     assert same.model.SerializeToString() == generate_one(corpus, 5, 0, GenerateOptions(blocks=(3, 6))).model.SerializeToString()
 
 
+def test_integer_inputs_reach_integer_kernels_and_leave_float_models_alone(corpus):
+    """`int_inputs`: a share of models gets int32/int64 graph inputs where the first block takes them (corpus `dtypes`),
+    and integer-capable blocks keep them, constants in the same type (Clip bounds, Pad values, MatMul weights, Mod and
+    Div divisors); the models pass the full checker and run on onnxruntime. A share of 0 changes nothing."""
+    ints, int_ops = 0, set()
+    for i in range(120):
+        m = generate_one(corpus, 11, i, GenerateOptions(blocks=(1, 4), opsets=(17, 21), int_inputs=1.0))
+        kinds = set(m.provenance["input_dtypes"].values())
+        if kinds & {"int32", "int64"}:
+            ints += 1
+            onnx.checker.check_model(m.model, full_check=True)
+            run_ort(m)
+            assert all(a.dtype.kind == "i" and np.abs(a).max(initial=0) <= 8 for n, a in m.inputs.items()
+                       if m.provenance["input_dtypes"][n] != "float32")
+            inferred = onnx.shape_inference.infer_shapes(m.model)
+            types = {v.name: v.type.tensor_type.elem_type for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+            int_ops |= {n.op_type for n in m.model.graph.node if n.output and types.get(n.output[0]) in (onnx.TensorProto.INT32, onnx.TensorProto.INT64)
+                        and n.op_type not in ("Cast", "Shape", "ArgMax", "ArgMin", "Size")}
+    assert ints >= 20
+    assert {"Add", "MatMul", "Clip"} & int_ops and len(int_ops) >= 10, int_ops
+    for i in range(5):
+        a = generate_one(corpus, 11, i, GenerateOptions(blocks=(1, 8), opsets=(17, 21), int_inputs=0.0))
+        b = generate_one(corpus, 11, i, GenerateOptions(blocks=(1, 8), opsets=(17, 21)))
+        assert a.model.SerializeToString() == b.model.SerializeToString()
+        assert set(a.provenance["input_dtypes"].values()) == {"float32"}
+
+
 def test_cli_generate_writes_model_inputs_and_sidecar(tmp_path):
     out = tmp_path / "m"
     r = subprocess.run([sys.executable, "-m", "ofuzz.cli", "generate", "-n", "3", "--blocks", "1..5", "--seed", "3", "--out", str(out)],

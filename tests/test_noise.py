@@ -232,6 +232,24 @@ def test_integer_division_by_zero(nc):
     assert nc.undefined(node("Mod", 2, fmod=1), [np.array([5], F), np.array([0], F)]) is None  # spec: NaN
 
 
+def test_integer_overflow_is_undefined_only_on_large_integers(nc):
+    """Integer models draw -8..8; a product chain or a cast of a large float can leave int32's range, where engines
+    wrap, saturate or compute in float: spec-undefined. Small integers and float inputs stay judged."""
+    mul = node("Mul", 2)
+    assert nc.undefined(mul, [np.array([40000, 1], I32), np.array([40000, 2], I32)]).rule == "int-overflow"
+    assert nc.undefined(node("ReduceSum", 1), [np.array([-2**20], np.int64)]).rule == "int-overflow"
+    assert nc.undefined(mul, [np.array([8, -8], I32), np.array([7, 3], I32)]) is None
+    assert nc.undefined(mul, [np.array([1e6], F), np.array([1e6], F)]) is None  # float: IEEE, defined
+    assert nc.undefined(node("Transpose", 1), [np.array([2**40], np.int64)]) is None  # moves values, no arithmetic
+
+
+def test_any_int_input_above_wants_a_count(tmp_path):
+    bad = tmp_path / "undefined.yaml"
+    bad.write_text("undefined:\n  - {name: u, ops: [Mul], why: w, when: [{any_int_input_above: big}]}\n")
+    with pytest.raises(NoiseError, match="any_int_input_above takes a non-negative integer"):
+        load_noise([bad])
+
+
 def test_indices_out_of_range(nc):
     data = np.zeros((3, 5), F)
     gather = node("Gather", 2, axis=1)

@@ -40,7 +40,7 @@ def campaign_digest(out: Path) -> dict[str, object]:
 def test_same_seed_same_models_and_findings(tmp_path):
     out = tmp_path / "c"
     p = subprocess.run([sys.executable, "-m", "ofuzz.cli", "campaign", "--engines", "onnxruntime,reference,testdouble",
-                        "--models", "50", "--seed", "3", "--workers", "1", "--blocks", "3..8", "--chooser", "mcts", "--no-steer", "--opset", "17",
+                        "--models", "50", "--seed", "3", "--workers", "1", "--blocks", "3..8", "--chooser", "mcts", "--no-steer", "--opset", "17", "--int-inputs", "0",
                         "--no-reduce", "--no-report",
                         "--out", str(out)], capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-2000:]

@@ -76,6 +76,7 @@ class Builder:
         self.current_block = "adapter"
         self.current_node = -1
         self._schemas: dict[str, Any] = {}
+        self.input_dtype: int | None = None  # integer graph inputs for blocks that take them (GenerateOptions.int_inputs)
 
     # -- bookkeeping ---------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -94,6 +95,12 @@ class Builder:
         del self.inputs[g:]
 
     # -- tensors -------------------------------------------------------------
+    def input_for(self, accepted: Sequence[str], shape: Sequence[int]) -> T:
+        """A graph input for a block taking `accepted` dtypes: the model's integer type when the block takes it (integer
+        kernels are separate code in every engine, and float-only inputs never reach them), else float32."""
+        dt = self.input_dtype
+        return self.add_input(shape, dt if dt is not None and DTYPE_BY_CODE.get(dt) in accepted else FLOAT)
+
     def add_input(self, shape: Sequence[int], dtype: int = FLOAT) -> T:
         name = f"input_{len(self.inputs)}"
         t = T(name, tuple(int(d) for d in shape), dtype)

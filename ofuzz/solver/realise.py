@@ -15,7 +15,7 @@ import networkx as nx
 from ofuzz.blocks import Block, Corpus
 from ofuzz.coverage import OpRecord, spc_key
 from ofuzz.genome import Genome, NodeGene
-from ofuzz.solver.builder import FLOAT, Builder, SolverError, T
+from ofuzz.solver.builder import Builder, SolverError, T
 from ofuzz.solver.rules import apply_block
 
 RETRIES = 4
@@ -57,10 +57,10 @@ def realise(genome: Genome, corpus: Corpus, b: Builder) -> Realised:
             ins = [_edge_tensor(g, produced, u, v, k) for u, v, k in in_edges]
         else:
             if genome.shared_input:
-                shared = shared or b.add_input(genome.input_shape, FLOAT)
+                shared = shared or b.input_for(blk.dtypes, genome.input_shape)
                 ins = [shared]
             else:
-                ins = [b.add_input(genome.input_shape, FLOAT)]
+                ins = [b.input_for(blk.dtypes, genome.input_shape)]
         b.current_block, b.current_node = blk.name, int(n)
         succ = tuple(sorted({_entry_block(genome.gene(v)) for v in g.successors(n)}))
         if gene.inner is None:

@@ -49,7 +49,7 @@ def apply_block(b: Builder, blk: Block, ins: list[T], params: dict[str, Any]) ->
     """Adapt inputs (arity, dtype, rank, domain) and run the block's rule."""
     rule = RULES[blk.rule]
     ins = merge_into(b, ins, rule.max_in)
-    accepted = [DTYPE_NAMES[d] for d in blk.dtypes]
+    accepted = [DTYPE_NAMES[d] for d in _dtypes(b, blk)]
     ins = [to_dtype(b, t, accepted) for t in ins]
     first = ins[0]
     if blk.ranks:
@@ -63,3 +63,11 @@ def apply_block(b: Builder, blk: Block, ins: list[T], params: dict[str, Any]) ->
     if rule.passthrough and isinstance(p.get("axis"), int) and first.rank:
         p["axis"] = norm_axis(p["axis"], first.rank)
     return rule.fn(b, ins, p, blk)
+
+
+def _dtypes(b: Builder, blk: Block) -> tuple[str, ...]:
+    """The dtypes a block keeps in this model: a float block's integer forms only in a model with integer inputs, so
+    float models (`--int-inputs 0`, the paper's) stay what they were: an integer tensor met there is cast to float."""
+    if b.input_dtype is not None or "float32" not in blk.dtypes:
+        return blk.dtypes
+    return tuple(d for d in blk.dtypes if d not in ("int32", "int64"))

@@ -13,9 +13,10 @@ import numpy as np
 from ofuzz.blocks import Block
 from ofuzz.solver.registry import rule
 from ofuzz.solver.adapters import cast, fit, norm_axis, to_bool
-from ofuzz.solver.builder import BOOL, FLOAT, INT64, NP_DTYPE, Builder, T
+from ofuzz.solver.builder import BOOL, FLOAT, INT32, INT64, NP_DTYPE, Builder, T
 
 Params = dict[str, Any]
+INTS = (INT32, INT64)  # integer tensors a block may keep (its corpus `dtypes`): constants beside them take their type
 
 
 def _attrs(p: Params, skip: tuple[str, ...] = ()) -> Params:
@@ -46,16 +47,19 @@ def binary(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Add/Sub/Mul/Div/Pow/PRelu/comparisons/logic; a lone input gets a constant or itself."""
     x = ins[0]
     attrs = _attrs(p, ("operand", "const_shape", "broadcast"))
-    if len(ins) >= 2:
+    int_div = blk.op == "Div" and x.dtype in INTS  # its divisor: a non-zero constant (division by zero is undefined)
+    if len(ins) >= 2 and not int_div:
         y = fit(b, ins[1], x.shape, broadcast=bool(p.get("broadcast", 0)))
         y = cast(b, y, x.dtype)
-    elif p.get("operand") == "self":
+    elif p.get("operand") == "self" and not int_div:
         y = x
     else:
         y = _const_operand(b, x, str(p.get("const_shape", "full")), x.dtype)
+        if int_div and y.value is not None and (y.value == 0).any():
+            y = b.const(np.where(y.value == 0, 1, y.value).astype(y.value.dtype), "k")
     if blk.op == "PRelu" and y.rank > x.rank:
         y = b.weight((), "slope")  # the slope must broadcast to X unidirectionally
-    if p.get("swap") and blk.op != "PRelu":
+    if p.get("swap") and blk.op != "PRelu" and not int_div:
         x, y = y, x
     return b.op(blk.op, [x, y], **{k: v for k, v in attrs.items() if k != "swap"})
 
@@ -75,9 +79,13 @@ def mod(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Mod: floats need fmod=1; fmod=0 runs on integers with a non-zero divisor."""
     x = ins[0]
     if int(p.get("fmod", 1)) == 0:
-        x = cast(b, b.op1("Mul", [x, b.const(np.array(p.get("scale", 10.0), np.float32), "s")]), INT64)
+        if x.dtype not in INTS:
+            x = cast(b, b.op1("Mul", [x, b.const(np.array(p.get("scale", 10.0), np.float32), "s")]), INT64)
         d = b.rng.integers(1, 6, size=x.shape if p.get("const_shape") == "full" else ()) * b.rng.choice([-1, 1])
-        return b.op("Mod", [x, b.const(np.asarray(d, np.int64), "div")], fmod=0)
+        return b.op("Mod", [x, b.const(np.asarray(d, NP_DTYPE[x.dtype]), "div")], fmod=0)
+    if x.dtype in INTS:  # fmod=1 on integers: C's fmod, a non-zero divisor of the same type
+        d = b.rng.integers(1, 6, size=x.shape if p.get("const_shape") == "full" else ()) * b.rng.choice([-1, 1])
+        return b.op("Mod", [x, b.const(np.asarray(d, NP_DTYPE[x.dtype]), "div")], fmod=1)
     y = fit(b, ins[1], x.shape) if len(ins) > 1 else _const_operand(b, x, str(p.get("const_shape", "full")), FLOAT)
     return b.op("Mod", [x, y], fmod=1)
 
@@ -88,8 +96,9 @@ def where(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     base = ins[0]
     cond = to_bool(b, base)
     shape = base.shape
-    x = cast(b, fit(b, ins[1], shape), FLOAT) if len(ins) > 1 else b.weight(shape if p.get("const_shape") != "scalar" else (), "x")
-    y = cast(b, fit(b, ins[2], shape), FLOAT) if len(ins) > 2 else b.weight(shape if p.get("const_shape") != "row" else shape[-1:], "y")
+    dt = base.dtype if base.dtype in INTS else FLOAT  # integer branches where the model's values are integers
+    x = cast(b, fit(b, ins[1], shape), dt) if len(ins) > 1 else b.weight(shape if p.get("const_shape") != "scalar" else (), "x", dt)
+    y = cast(b, fit(b, ins[2], shape), dt) if len(ins) > 2 else b.weight(shape if p.get("const_shape") != "row" else shape[-1:], "y", dt)
     return b.op("Where", [cond, x, y])
 
 
@@ -97,8 +106,12 @@ def where(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
 def clip(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     """Clip with min/max given, omitted or one of them (Relu6 pins 0 and 6)."""
     given = str(p.get("given", "both"))
-    lo = b.const(np.array(p.get("min", -0.5), np.float32), "min") if given in ("both", "min") else None
-    hi = b.const(np.array(p.get("max", 0.5), np.float32), "max") if given in ("both", "max") else None
+    x = ins[0]
+    lo_v, hi_v = float(p.get("min", -0.5)), float(p.get("max", 0.5))
+    if x.dtype in INTS:  # bounds on the integers' scale (inputs draw -8..8)
+        lo_v, hi_v = np.floor(lo_v * 8), np.ceil(hi_v * 8)
+    lo = b.const(np.array(lo_v, NP_DTYPE[x.dtype]), "min") if given in ("both", "min") else None
+    hi = b.const(np.array(hi_v, NP_DTYPE[x.dtype]), "max") if given in ("both", "max") else None
     args: list[T | None] = [ins[0], lo, hi]
     while args and args[-1] is None:
         args.pop()

@@ -60,7 +60,7 @@ def scatter_nd(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     k = int(b.rng.integers(1, min(space, int(p.get("count", 4))) + 1))
     flat = b.rng.choice(space, size=k, replace=False)
     idx = np.stack(np.unravel_index(flat, x.shape[:m]), axis=-1).astype(np.int64)
-    upd = b.weight((k, *x.shape[m:]), "updates")
+    upd = b.weight((k, *x.shape[m:]), "updates", x.dtype)
     return b.op("ScatterND", [x, b.const(idx, "indices"), upd], reduction=p.get("reduction", "none"))
 
 
@@ -78,7 +78,7 @@ def scatter_elements(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]
     idx = np.take(order, np.arange(k), axis=a).astype(np.int64)
     if p.get("negative", 1):
         idx = np.where(b.rng.random(idx.shape) < 0.3, idx - d, idx)
-    upd = b.weight(tuple(shape), "updates")
+    upd = b.weight(tuple(shape), "updates", x.dtype)
     return b.op("ScatterElements", [x, b.const(idx, "indices"), upd], axis=axis, reduction=p.get("reduction", "none"))
 
 

@@ -28,7 +28,7 @@ def einsum(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     new = "z"
     yterm = "".join(shared) + new
     yshape = tuple(x.shape[letters.index(c)] for c in shared) + (int(b.rng.integers(1, 9)),)
-    y = fit(b, cast(b, ins[1], FLOAT), yshape) if len(ins) > 1 else b.weight(yshape, "E")
+    y = fit(b, cast(b, ins[1], x.dtype), yshape) if len(ins) > 1 else b.weight(yshape, "E", x.dtype)
     return b.op("Einsum", [x, y], equation=f"{letters},{yterm}->{out}{new}")
 
 
@@ -39,7 +39,7 @@ def matmul(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     k = x.shape[-1]
     n = int(p.get("n", 8))
     yshape = (k, n) if x.rank < 3 or not p.get("batched") else (*x.shape[:-2], k, n)
-    y = fit(b, cast(b, ins[1], FLOAT), yshape) if len(ins) > 1 else b.weight(yshape, "M")
+    y = fit(b, cast(b, ins[1], x.dtype), yshape) if len(ins) > 1 else b.weight(yshape, "M", x.dtype)
     return b.op("MatMul", [x, y])
 
 

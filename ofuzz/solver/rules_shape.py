@@ -9,7 +9,7 @@ import numpy as np
 from ofuzz.blocks import Block
 from ofuzz.solver.registry import rule
 from ofuzz.solver.adapters import INT64_MAX, SOFT_CAP, cast, fit, norm_axis, reshape, shrink, shrink_axis, to_rank
-from ofuzz.solver.builder import Builder, SolverError, T
+from ofuzz.solver.builder import FLOAT, NP_DTYPE, Builder, SolverError, T
 
 Params = dict[str, Any]
 
@@ -185,10 +185,10 @@ def pad_rule(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
         axes = sorted(b.rng.choice(x.rank, size=int(b.rng.integers(1, x.rank + 1)), replace=False).tolist())
         args[1] = b.ints([pads_b[a] for a in axes] + [pads_e[a] for a in axes], "pads")
         given = [a - x.rank if b.rng.random() < 0.3 else a for a in axes]
-        value = b.const(np.array(p.get("value", 0.5), np.float32), "pad_value") if mode == "constant" and p.get("value_given") else None
+        value = b.const(_pad_value(p, x.dtype), "pad_value") if mode == "constant" and p.get("value_given") else None
         return b.op("Pad", [x, args[1], value, b.ints(given, "axes")], mode=mode)
     if mode == "constant" and p.get("value_given"):
-        args.append(b.const(np.array(p.get("value", 0.5), np.float32), "pad_value"))
+        args.append(b.const(_pad_value(p, x.dtype), "pad_value"))
     return b.op("Pad", args, mode=mode)
 
 
@@ -290,3 +290,9 @@ def fill_expand(b: Builder, ins: list[T], p: Params, blk: Block) -> list[T]:
     x = ins[0]
     shp = b.with_value(b.op1("Shape", [x]), np.array(x.shape, np.int64))
     return b.op("Expand", [b.const(np.array(p.get("value", 1.0), np.float32), "fill"), shp])
+
+
+def _pad_value(p: Params, dtype: int) -> np.ndarray:
+    """Pad's constant in the data's type (an integer tensor pads with an integer: 0.5 -> 4 on the inputs' -8..8 scale)."""
+    v = float(p.get("value", 0.5))
+    return np.array(v if dtype == FLOAT else round(v * 8), NP_DTYPE[dtype])

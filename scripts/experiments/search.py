@@ -32,13 +32,16 @@ def run_one(out: Path, variant: str, seed: int, budget: str, engines: str, worke
     campaign runs `--no-steer`, so `random` is the unsteered baseline whatever the default), `+pickK`
     (K candidates per step, the most novel judged: `ofuzz campaign --candidates K`) and `+blocksLO-HI` (blocks per
     model: `ofuzz campaign --blocks LO..HI`) and `+opsetLO-HI` (ONNX versions of the models, `ofuzz campaign --opset
-    LO..HI`; without it the models are opset 17, the paper's generation space, whatever the campaign's default)."""
+    LO..HI`; without it the models are opset 17, the paper's generation space, whatever the campaign's default) and
+    `+intP` (share P of models with integer inputs, `--int-inputs P`; without it float models only, as the paper's)."""
     chooser, *extras = variant.split("+")
     flags = [f for x in extras for f in _flags(x)]
     if "steer" not in extras:  # a variant is steered only when it says so, whatever the campaign's default
         flags.append("--no-steer")
     if not any(x.startswith("opset") for x in extras):
         flags += ["--opset", "17"]
+    if not any(x.startswith("int") for x in extras):  # float models, the paper's, unless the variant says otherwise
+        flags += ["--int-inputs", "0"]
     if not (out / "campaign.sqlite").is_file():
         r = ofuzz("campaign", "--engines", engines, "--budget", budget, "--seed", str(seed), "--chooser", chooser,
                   "--out", str(out), "--no-reduce", "--no-report", "--workers", str(workers), *flags)
@@ -52,6 +55,12 @@ def _flags(extra: str) -> list[str]:
         return ["--steer"]
     if extra.startswith("pick") and extra[4:].isdigit():
         return ["--candidates", extra[4:]]
+    if extra.startswith("int"):  # +int0.3: that share of models with integer inputs
+        try:
+            share = float(extra[3:])
+        except ValueError:
+            return []
+        return ["--int-inputs", extra[3:]] if 0 <= share <= 1 else []
     for prefix, flag, check in (("blocks", "--blocks", parse_blocks), ("opset", "--opset", parse_opsets)):
         if extra.startswith(prefix):
             spec = extra[len(prefix):].replace("-", "..")
@@ -123,7 +132,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--choosers", default="mcts,random",
                     help=f"comma-separated, from {', '.join(CHOOSERS)}; CHOOSER+steer adds --steer, CHOOSER+pickK --candidates K, "
-                         "CHOOSER+blocksLO-HI --blocks LO..HI, CHOOSER+opsetLO-HI --opset LO..HI (else 17)")
+                         "CHOOSER+blocksLO-HI --blocks LO..HI, CHOOSER+opsetLO-HI --opset LO..HI (else 17), "
+                         "CHOOSER+intP --int-inputs P (else 0)")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=101)
     ap.add_argument("--budget", default="10m")
@@ -137,7 +147,7 @@ def main() -> None:
     bad = [c for c in choosers if c.split("+")[0] not in CHOOSERS
            or not all(_flags(x) for x in c.split("+")[1:])]
     if bad:
-        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}, each optionally with +steer, +pickK, +blocksLO-HI and +opsetLO-HI")
+        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}, each optionally with +steer, +pickK, +blocksLO-HI, +opsetLO-HI and +intP")
     budget = parse_duration(a.budget)
     base = a.out or Path(tempfile.mkdtemp(prefix="ofuzz-search-"))
     bugs = corpus()
