@@ -616,12 +616,14 @@ class Family:
     # only nodes that give each of these attributes a value other than the one that leaves it unused (dilations 1):
     # MNN ignores pool dilations, so a pool's wrong shape is that defect only where dilations are set
     attr_not: tuple[tuple[str, float], ...] = ()
+    input_dtypes: tuple[str, ...] = ()  # only nodes whose first input has one of these types (MNN's integer MatMul)
 
     def holds(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None,
-              attrs: dict[str, Any] | None = None) -> bool:
+              attrs: dict[str, Any] | None = None, dtype: str | None = None) -> bool:
         return (op in self.ops and n_inputs >= self.min_inputs and engine_matches(engine, self.engines)
                 and (not self.failures or failure in self.failures or failure.split(":")[0] in self.failures)
                 and (not self.input_ranks or rank in self.input_ranks)
+                and (not self.input_dtypes or dtype in self.input_dtypes)
                 and all(_differs(attrs or {}, name, unused) for name, unused in self.attr_not))
 
 
@@ -707,11 +709,11 @@ class NoiseClasses:
     family_rules: tuple[Family, ...] = ()
 
     def family(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None,
-               attrs: dict[str, Any] | None = None) -> Family | None:
+               attrs: dict[str, Any] | None = None, dtype: str | None = None) -> Family | None:
         """The engine's operator family a reduced one-node repro belongs to (see noise/families.yaml); `rank` is its
-        first input's rank, None when unknown (then a family limited to some ranks does not hold); `attrs` the node's
-        attributes (name -> value). The first family of the file that holds wins."""
-        return next((f for f in self.family_rules if f.holds(engine, op, n_inputs, failure, rank, attrs)), None)
+        first input's rank and `dtype` its type (int32, float32 ...), None when unknown (then a family limited to some
+        ranks or types does not hold); `attrs` the node's attributes (name -> value). The first family that holds wins."""
+        return next((f for f in self.family_rules if f.holds(engine, op, n_inputs, failure, rank, attrs, dtype)), None)
 
     def by_design(self, engine: str, op: str, divergence: str) -> Gap | None:
         """The documented design choice of an engine that a wrong output of this operator shows (onnx2tf's
@@ -863,7 +865,7 @@ _FIELDS = {
     "unsupported": ({"name", "engines"}, {"patterns", "op", "attribute", "op_from", "doc", "divergence", "skip_when"}),
     "undefined": ({"name", "ops", "why"}, {"when", "doc", "except_ops"}),
     "reference_gaps": ({"name", "ops", "reason"}, {"when", "doc", "except_ops"}),
-    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures", "input_ranks", "attr_not"}),
+    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures", "input_ranks", "attr_not", "input_dtypes"}),
 }
 
 
@@ -966,8 +968,16 @@ def _family(raw: dict, file: str) -> Family:
                                                  for k, v in attr_not.items()):
         raise _Bad(f"attr_not must map attribute names to the number that leaves them unused, got {attr_not!r}",
                    "write attr_not: {dilations: 1} (or leave it out)")
+    dtypes = _strings(raw, "input_dtypes", required=False)
+    bad = [d for d in dtypes if d not in TENSOR_TYPES]
+    if bad:
+        raise _Bad(f"unknown input_dtypes {bad}", f"use ONNX type names as numpy spells them: {', '.join(sorted(TENSOR_TYPES))}")
     return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file, tuple(failures), tuple(ranks),
-                  tuple((k, float(v)) for k, v in attr_not.items()))
+                  tuple((k, float(v)) for k, v in attr_not.items()), tuple(dtypes))
+
+
+TENSOR_TYPES = frozenset({"float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                          "uint32", "uint64", "bool"})
 
 
 def _check_fields(section: str, raw: dict) -> None:

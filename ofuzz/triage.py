@@ -451,7 +451,8 @@ def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: An
     model = onnx.load(str(path))
     node = model.graph.node[0]
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-    return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i), key.failure, _first_input_rank(model), attrs)
+    return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i), key.failure, _first_input_rank(model), attrs,
+                        _first_input_type(model))
 
 
 def _first_input_rank(model: onnx.ModelProto) -> int | None:
@@ -464,6 +465,17 @@ def _first_input_rank(model: onnx.ModelProto) -> int | None:
         if v.name == name and v.type.tensor_type.HasField("shape"):
             return len(v.type.tensor_type.shape.dim)
     return None
+
+
+def _first_input_type(model: onnx.ModelProto) -> str | None:
+    """The element type of a one-node model's first input as numpy names it (int32, float32; None: unknown)."""
+    name = model.graph.node[0].input[0] if model.graph.node and model.graph.node[0].input else ""
+    code = next((t.data_type for t in model.graph.initializer if t.name == name),
+                next((v.type.tensor_type.elem_type for v in model.graph.input if v.name == name), 0))
+    try:
+        return onnx.helper.tensor_dtype_to_np_dtype(code).name if code else None
+    except (KeyError, ValueError, TypeError):
+        return None
 
 
 def absorb_shown_triggers(roots: dict[str, dict[str, Any]]) -> None:

@@ -542,6 +542,20 @@ def test_families_name_one_code_path_per_engine(nc):
     assert nc.family("mnn", "AveragePool", 1, "value", 4, {"pads": [0, 0, 1, 1]}).name == "mnn-avgpool-divisor"
 
 
+def test_a_family_can_hold_only_for_integer_inputs(nc, tmp_path):
+    """mnn-integer-matmul (hand triage 17): MNN's integer MatMul, also reached through Einsum, is one defect; the same
+    operators on floats are not it (and a repro whose input type is unknown is not claimed)."""
+    fam = nc.family("mnn", "Einsum", 2, "value", 4, {"equation": "abcd,bcdz->dcz"}, "int32")
+    assert fam is not None and fam.name == "mnn-integer-matmul"
+    assert nc.family("mnn", "MatMul", 2, "value", 2, {}, "int64") == fam
+    assert nc.family("mnn", "MatMul", 2, "value", 2, {}, "float32") is None
+    assert nc.family("mnn", "MatMul", 2, "value", 2, {}) is None
+    bad = tmp_path / "families.yaml"
+    bad.write_text("families:\n  - {name: f, engines: [mnn], ops: [MatMul, Einsum], why: w, input_dtypes: [int]}\n")
+    with pytest.raises(NoiseError, match="unknown input_dtypes"):
+        load_noise([bad])
+
+
 def test_a_family_attr_not_must_map_names_to_numbers(tmp_path):
     from ofuzz.noise import NoiseError, load_noise
 
