@@ -57,6 +57,7 @@ class CampaignOptions:
     steer: bool = DEFAULT_STEER  # prefer models every engine can run (ofuzz.steering)
     candidates: int = 1  # models generated per step; the most novel is judged (ofuzz.novelty)
     int_inputs: float = DEFAULT_INT_INPUTS  # share of models with integer inputs (GenerateOptions.int_inputs)
+    step_limits: bool = True  # engines' campaign_timeout (engine.yaml) as their step limits; the export re-judges with timeout
 
 
 @dataclass
@@ -136,7 +137,9 @@ class Campaign:
         self.todo = self._indices(done)
         self.stop_reason = ""
         # where models are judged: engine pools in threads here (default) or Ray actors (ofuzz.distributed)
-        self.judges: Judges = judges or LocalPools(specs, self.out / "work", opts.timeout, opts.workers, self.policy)
+        # the campaign's step limits (EngineSpec.campaign_timeout); the export re-judges every finding with the full ones
+        self.judges: Judges = judges or LocalPools([s.for_campaign() if opts.step_limits else s for s in specs], self.out / "work",
+                                                   opts.timeout, opts.workers, self.policy)
         self.redone = 0  # models judged again because their judge died in flight
         self.fine_seen: set[str] = set()  # fine-grained coverage keys (engine|op|construct) compared so far (bandit reward)
         self.versions: dict[str, Any] = {}  # engine -> version, known once the pools have started

@@ -343,6 +343,7 @@ def campaign(
     opset: str = OPSET_OPTION,
     steer: bool = typer.Option(DEFAULT_STEER, "--steer/--no-steer", help="Engine-aware steering: a model holding an operator an engine keeps failing on is sent to that engine less often (see README)."),
     int_inputs: float = INT_INPUTS_OPTION,
+    step_limits: bool = typer.Option(True, "--step-limits/--no-step-limits", help="Give engines their campaign_timeout (engine.yaml: onnx2tf 10 s) per step; the export re-judges every model cut there with the engine's full timeout."),
     candidates: int = typer.Option(1, "--candidates", min=1, max=64, help="Models generated per step; the one whose constructs the engines that would run it have computed least is judged (see README)."),
 ) -> None:
     """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""
@@ -378,7 +379,7 @@ def campaign(
         opts = CampaignOptions(engines=names, budget=b, models=models, tests=tests, blocks=blocks_range(blocks), graph=graph,
                                mutations=mutations, chooser=chooser, seed=seed, workers=workers or (os.cpu_count() or 2),
                                run_all=run_all, localise=localise_dcf, timeout=timeout, opsets=opset_range(opset), steer=steer, candidates=candidates,
-                               int_inputs=int_inputs)
+                               int_inputs=int_inputs, step_limits=step_limits)
         out = out or default_runs_dir() / _time.strftime("%Y%m%d-%H%M%S")
         if (out / "campaign.sqlite").exists() and not empty_shell(out):
             fail(f"{out} already holds a campaign; continue it with --resume {out} or pick another --out")
@@ -390,7 +391,7 @@ def campaign(
     known_gaps = kb.known_gaps() if kb else set()
     if kb:
         kb.close()
-    judges = _ray_judges(ray, actors, specs, opts.timeout) if ray else None
+    judges = _ray_judges(ray, actors, [s.for_campaign() if opts.step_limits else s for s in specs], opts.timeout) if ray else None
     c = Campaign(_corpus(None), specs, opts, out, resume=resume is not None, known_gaps=known_gaps, judges=judges)
     interrupted = False
     last = [0.0]

@@ -24,6 +24,7 @@ from ofuzz.repro_check import close_runners
 from ofuzz.judging import Policy
 from ofuzz.runner import EnginePool, for_each_in_pools
 from ofuzz.second_opinion import SecondOpinions
+from ofuzz.engines.client import STEP_LIMIT
 from ofuzz.signature import Signature, finding_id
 from ofuzz.store import Store
 from ofuzz.triage import Representatives, cluster, triage_finding
@@ -55,6 +56,7 @@ class ExportProgress:
 
 
 EXTRA_MODELS = 1  # further models triaged per IF/MCF signature: one message can hide different defects
+MAX_STEP_LIMITED = 30  # models re-judged per signature of a campaign step limit (a few per campaign are slow)
 
 
 def pending_findings(campaign_dir: Path, engines: set[str]) -> tuple[list[dict[str, Any]], int]:
@@ -72,6 +74,10 @@ def pending_findings(campaign_dir: Path, engines: set[str]) -> tuple[list[dict[s
     rows = store.findings()
     extra = {f["signature"]: store.occurrence_models(f["signature"], EXTRA_MODELS + 1)[1:]
              for f in rows if f["status"] in ("IF", "MCF") and f["count"] > 1 and _unnamed_non_hang(Signature.parse(f["signature"]))}
+    # every model cut at the campaign's step limit is re-judged with the engine's full limit: each is its own outcome
+    # (a hang, a failure, a wrong value or nothing), not one more model of one defect
+    extra.update({f["signature"]: store.occurrence_models(f["signature"], MAX_STEP_LIMITED + 1)[1:]
+                  for f in rows if f["count"] > 1 and STEP_LIMIT in f["signature"]})
     store.close()
     todo, done = [], 0
     for f in rows:

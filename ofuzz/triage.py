@@ -27,6 +27,7 @@ import onnx
 
 from ofuzz import onnx_guard
 from ofuzz.engines.registry import EngineSpec
+from ofuzz.engines.client import STEP_LIMIT
 from ofuzz.isolate import DEFECT
 from ofuzz.judging import BUG, SPLIT, UNDEFINED, Finding, Judged, Policy, judge_in_memory, judge_model
 from ofuzz.localise import pick_voters, value_source
@@ -77,6 +78,8 @@ def _hit(judged: Judged, finding: dict[str, Any]) -> Finding | None:
     that the current oracle turns into a no-majority split comes back as that split."""
     same = next((f for f in judged.findings if f.signature == finding["signature"]), None)
     same = same or next((f for f in judged.findings if f.engine == finding["engine"] and f.status == finding["status"]), None)
+    if same is None and STEP_LIMIT in finding["signature"]:  # cut short in the campaign: whatever the full limit shows
+        same = next((f for f in judged.findings if f.engine == finding["engine"]), None)
     if same is None and finding["status"] == "DCF" and judged.verdict.split:
         same = next((f for f in judged.findings if f.klass == SPLIT and finding["engine"] in f.engine.split("+")), None)
     return same

@@ -247,6 +247,27 @@ def test_a_hang_gets_no_further_model_to_triage_but_an_unnamed_failure_does(tmp_
     assert got == sorted([(hang["signature"], 0), (vague["signature"], 0), (vague["signature"], 1)]), got
 
 
+def test_every_model_cut_at_the_campaign_step_limit_is_re_judged(tmp_path):
+    """Models cut at a campaign's step limit share one signature, but each is its own outcome under the engine's full
+    limit (a hang, a failure, a wrong value or nothing): the export re-judges all of them."""
+    from ofuzz.engines.client import STEP_LIMIT
+    from ofuzz.export_all import pending_findings
+    from ofuzz.store import Store
+
+    store = Store(tmp_path)
+    t = {k: 0 for k in ("elapsed", "generated", "kept", "run", "OLC", "OTC", "IDC", "ODC", "SEC", "SPC", "unique_findings", "engine_time")}
+    cut = {"signature": f"e|MCF|timeout||?|no answer within Ns, {STEP_LIMIT}", "engine": "e", "status": "MCF", "summary": "s", "detail": {}}
+    (tmp_path / "models").mkdir(exist_ok=True)
+    for idx in (1, 2, 3):
+        model = {"id": f"m{idx}", "kept": 1, "run": 1, "new_coverage": 0, "blocks": [], "preferred": [], "node_count": 1,
+                 "gen_time": 0.0, "judge_time": 0.0, "reward": 0.0}
+        store.commit_model(idx, model, None, [("e", "MCF", 0.0, 0.0)], [cut], t, [])
+        (tmp_path / "models" / f"m{idx}.onnx").write_bytes(b"")
+    store.close()
+    todo, _ = pending_findings(tmp_path, {"e"})
+    assert sorted((f["first_model"], f.get("variant", 0)) for f in todo) == [("m1", 0), ("m2", 1), ("m3", 2)]
+
+
 def test_an_uncapped_export_takes_hangs_first_and_a_capped_one_keeps_the_order():
     from ofuzz.export_all import export_order
 

@@ -52,6 +52,32 @@ def test_each_fault_is_classified_and_the_worker_recovers(double, tmp_path, op, 
     assert res.ok and np.allclose(res.outputs["y"], np.maximum(inputs_for()["x"], 0))
 
 
+def test_a_campaign_step_limit_is_marked_so_the_export_re_judges_it(tmp_path):
+    """A slow step cut at the campaign's limit (engine.yaml campaign_timeout) says so in its message, and only there:
+    the export re-judges every such model with the engine's full timeout (onnx2tf: 20-90 s conversions)."""
+    import dataclasses
+
+    from ofuzz.engines.client import STEP_LIMIT
+    from ofuzz.npz import npz_bytes
+
+    spec = resolve(["testdouble-slow"])[0]  # sleeps 0.25 s per run
+    assert spec.for_campaign() is spec  # no campaign limit: the spec as it is
+    capped = dataclasses.replace(spec, campaign_timeout=0.1).for_campaign()
+    assert (capped.timeout, capped.campaign_step) == (0.1, True)
+    assert dataclasses.replace(spec, campaign_timeout=30).for_campaign().timeout == spec.timeout  # never longer
+    x = tmp_path / "x.npz"
+    x.write_bytes(npz_bytes(inputs_for()))
+    model = single_op_model(tmp_path / "relu.onnx", "Relu")
+    for s, marked in ((capped, True), (spec, False)):
+        w = Worker(s, python_for(s), tmp_path / s.name / str(marked))
+        try:
+            assert w.start().ok and w.prepare(model, ["x"], ["y"], timeout=10).ok
+            out = w.run(x, timeout=0.1)
+            assert out.kind == "timeout" and (STEP_LIMIT in out.message) == marked, out.message
+        finally:
+            w.close()
+
+
 def test_restarts_are_counted(double, tmp_path):
     from ofuzz.npz import npz_bytes
 

@@ -29,6 +29,11 @@ OOM_MARKERS = ("bad_alloc", "MemoryError", "Failed to allocate", "out of memory"
 _starts_lock = threading.Lock()
 STARTS: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])  # engine -> [worker starts, seconds], for this process
 
+# A timeout at a campaign's step limit (EngineSpec.campaign_timeout), not the engine's own: the export re-judges the model
+# with the full limit, and only then is it a hang (ofuzz.export_all, ofuzz.triage)
+STEP_LIMIT = "the campaign step limit"
+
+
 
 def start_costs() -> dict[str, tuple[int, float]]:
     """How many engine workers this process started, and the seconds it waited for them, per engine: where an export's
@@ -204,7 +209,8 @@ class Worker:
             line = self._readline(proc, time.monotonic() + timeout)
         except TimeoutError:
             self.close()
-            return None, Outcome(stage, "timeout", message=f"no answer within {timeout:.0f}s", log_tail=self._log_tail(offset), time=time.perf_counter() - t0)
+            why = f"no answer within {timeout:.0f}s" + (f", {STEP_LIMIT}" if self.spec.campaign_step and timeout <= self.spec.timeout else "")
+            return None, Outcome(stage, "timeout", message=why, log_tail=self._log_tail(offset), time=time.perf_counter() - t0)
         except (BrokenPipeError, OSError, ValueError):
             line = None
         if line is None:

@@ -12,7 +12,7 @@ import importlib.util
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,17 @@ class EngineSpec:
     # the engine tells an input's layout from its shape (onnx2tf's default mode): a repro must not hand it an input whose
     # layouts look alike where the model had none, or the repro may show another defect than the model (ofuzz.reduce)
     layout_from_shape: bool = False
+    # seconds a campaign gives one step (0: `timeout`): onnx2tf takes 20-90 s on a few models (a permutation search in
+    # its Concat handler), which cost campaigns up to 280 of their 600 s; the export re-judges with `timeout`, so a
+    # conversion that is merely slow comes out unconfirmed there and a real hang is still reported
+    campaign_timeout: float = 0.0
+    campaign_step: bool = False  # this spec's timeout is a campaign's step limit (a timeout then is not yet a hang)
+
+    def for_campaign(self) -> "EngineSpec":
+        """This spec with the campaign's step limit as its timeout (unchanged when it has none)."""
+        if not self.campaign_timeout or self.campaign_timeout >= self.timeout:
+            return self
+        return replace(self, timeout=self.campaign_timeout, campaign_step=True)
 
     @property
     def family_name(self) -> str:
@@ -97,6 +108,7 @@ def _spec_from(raw: dict[str, Any], base: Path, src: str) -> EngineSpec:
         version_requires=tuple(str(r) for r in (raw.get("versions") or {}).get("requires") or ()),
         version_max_opset=tuple((str(k), int(v)) for k, v in ((raw.get("versions") or {}).get("max_opset") or {}).items()),
         layout_from_shape=bool(raw.get("layout_from_shape", False)),
+        campaign_timeout=float(raw.get("campaign_timeout", 0)),
     )
 
 

@@ -34,7 +34,7 @@ def main() -> None:
     a = ap.parse_args()
     specs = resolve(a.engines.split(","))
     opts = CampaignOptions(engines=[s.name for s in specs], models=a.models, blocks=(1, 30), run_all=True, seed=1,
-                           chooser="mcts", steer=False, opsets=(17, 17), int_inputs=0.0)  # the paper's method, at opset 17
+                           chooser="mcts", steer=False, opsets=(17, 17), int_inputs=0.0, step_limits=False)  # the paper's method, at opset 17
     t0 = time.perf_counter()
     resume = (a.out / "campaign.sqlite").is_file()
     c = Campaign(load_corpus(), specs, opts, a.out, resume=resume)

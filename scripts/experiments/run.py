@@ -60,7 +60,7 @@ def run_cell(corpus, specs, out: Path, row, n: int, rep: int, tests: int, seed: 
         st.close()
     opts = CampaignOptions(engines=[s.name for s in specs], tests=tests, blocks=(n, n), graph=graph, mutations=mutations,
                            chooser=chooser, seed=seed, workers=workers, localise=True, prefer=PREFER,
-                           steer=False, opsets=(17, 17), int_inputs=0.0)  # the paper's method: no steering, opset 17
+                           steer=False, opsets=(17, 17), int_inputs=0.0, step_limits=False)  # the paper's method: no steering, opset 17
     t0 = time.perf_counter()
     if not resume or kept < tests:
         c = Campaign(corpus, specs, opts, d, resume=resume)

@@ -33,7 +33,8 @@ def run_one(out: Path, variant: str, seed: int, budget: str, engines: str, worke
     (K candidates per step, the most novel judged: `ofuzz campaign --candidates K`) and `+blocksLO-HI` (blocks per
     model: `ofuzz campaign --blocks LO..HI`) and `+opsetLO-HI` (ONNX versions of the models, `ofuzz campaign --opset
     LO..HI`; without it the models are opset 17, the paper's generation space, whatever the campaign's default) and
-    `+intP` (share P of models with integer inputs, `--int-inputs P`; without it float models only, as the paper's)."""
+    `+intP` (share P of models with integer inputs, `--int-inputs P`; without it float models only, as the paper's) and
+    `+cap` (engines' campaign step limits, `--step-limits`; without it every step has the engine's full timeout)."""
     chooser, *extras = variant.split("+")
     flags = [f for x in extras for f in _flags(x)]
     if "steer" not in extras:  # a variant is steered only when it says so, whatever the campaign's default
@@ -42,6 +43,8 @@ def run_one(out: Path, variant: str, seed: int, budget: str, engines: str, worke
         flags += ["--opset", "17"]
     if not any(x.startswith("int") for x in extras):  # float models, the paper's, unless the variant says otherwise
         flags += ["--int-inputs", "0"]
+    if "cap" not in extras:  # engines' full timeouts at every step, as before campaign step limits existed
+        flags.append("--no-step-limits")
     if not (out / "campaign.sqlite").is_file():
         r = ofuzz("campaign", "--engines", engines, "--budget", budget, "--seed", str(seed), "--chooser", chooser,
                   "--out", str(out), "--no-reduce", "--no-report", "--workers", str(workers), *flags)
@@ -53,6 +56,8 @@ def _flags(extra: str) -> list[str]:
     """The campaign flags of one `+extra` of a variant ([] for an unknown one, which `main` rejects first)."""
     if extra == "steer":
         return ["--steer"]
+    if extra == "cap":
+        return ["--step-limits"]
     if extra.startswith("pick") and extra[4:].isdigit():
         return ["--candidates", extra[4:]]
     if extra.startswith("int"):  # +int0.3: that share of models with integer inputs
@@ -133,7 +138,7 @@ def main() -> None:
     ap.add_argument("--choosers", default="mcts,random",
                     help=f"comma-separated, from {', '.join(CHOOSERS)}; CHOOSER+steer adds --steer, CHOOSER+pickK --candidates K, "
                          "CHOOSER+blocksLO-HI --blocks LO..HI, CHOOSER+opsetLO-HI --opset LO..HI (else 17), "
-                         "CHOOSER+intP --int-inputs P (else 0)")
+                         "CHOOSER+intP --int-inputs P (else 0), CHOOSER+cap --step-limits (else --no-step-limits)")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=101)
     ap.add_argument("--budget", default="10m")
@@ -147,7 +152,7 @@ def main() -> None:
     bad = [c for c in choosers if c.split("+")[0] not in CHOOSERS
            or not all(_flags(x) for x in c.split("+")[1:])]
     if bad:
-        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}, each optionally with +steer, +pickK, +blocksLO-HI, +opsetLO-HI and +intP")
+        raise SystemExit(f"unknown chooser(s) {bad}; known: {', '.join(CHOOSERS)}, each optionally with +steer, +pickK, +blocksLO-HI, +opsetLO-HI, +intP and +cap")
     budget = parse_duration(a.budget)
     base = a.out or Path(tempfile.mkdtemp(prefix="ofuzz-search-"))
     bugs = corpus()
