@@ -550,6 +550,9 @@ def test_a_family_can_hold_only_for_integer_inputs(nc, tmp_path):
     assert nc.family("mnn", "MatMul", 2, "value", 2, {}, "int64") == fam
     assert nc.family("mnn", "MatMul", 2, "value", 2, {}, "float32") is None
     assert nc.family("mnn", "MatMul", 2, "value", 2, {}) is None
+    # hand triage 18 #4: MNN's ArgMax kernel reads integers as floats, a defect apart from select_last_index
+    assert nc.family("mnn", "ArgMin", 1, "value", 1, {}, "int64").name == "mnn-argmax-integer"
+    assert nc.family("mnn", "ArgMax", 1, "value", 4, {"select_last_index": 1}, "float32").name == "mnn-argmax-argmin"
     bad = tmp_path / "families.yaml"
     bad.write_text("families:\n  - {name: f, engines: [mnn], ops: [MatMul, Einsum], why: w, input_dtypes: [int]}\n")
     with pytest.raises(NoiseError, match="unknown input_dtypes"):
