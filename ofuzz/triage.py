@@ -64,6 +64,9 @@ class Representatives:
             return None
 
 
+STARVED = 0.5  # a re-run's timeout spent this share of its time waiting for a CPU is not a hang (hand triage 18 #17)
+
+
 def pre_key(hit: Finding, judged: Judged) -> str:
     """What two findings must share to be worth one reduction."""
     if hit.status == "DCF":
@@ -112,6 +115,10 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     base.update({"klass": hit.klass, "rerun_signature": hit.signature, "class_detail": _class_detail(hit)})
     if hit.klass != BUG:
         return _record(out, base)
+    step = judged.verdict.results[engine].outcome if engine in judged.verdict.results else None
+    if getattr(step, "kind", "") == "timeout" and (getattr(step, "starved", None) or 0.0) >= STARVED:
+        # the engine was runnable but had no CPU most of the limit: the machine was busy, the engine need not hang
+        return _record(out, {**base, "klass": UNCONFIRMED, "status_on_rerun": f"timeout, waiting for a CPU {step.starved:.0%} of it"})
     second = spec_by_name[engine].second_opinion if engine in spec_by_name else ""
     # a hang is a defect in whichever mode it happens, and judging it in the other mode would cost a second engine timeout
     hang = getattr(judged.verdict.results[engine].outcome, "kind", "") == "timeout"

@@ -144,3 +144,38 @@ def test_mnn_engines_are_flagged_fresh_after_error():
     specs = builtin_engines()
     for name in ("mnn", "mnn-arm:n1", "mnn-arm:a53"):
         assert specs[name].fresh_after_error and "ConversionError" in specs[name].clean_errors
+
+
+def test_a_hang_waits_on_no_run_queue_and_a_starved_step_does():
+    """Hand triage 18 #17: a 20 s onnx2tf conversion ran past the 90 s limit at load 9 on 2 cores and was reported as a
+    hang. A timeout now records the share of its time the worker waited for a CPU; triage does not confirm a hang that
+    spent half its limit or more waiting (a deadlock or a computing hang on a free CPU waits on no run queue)."""
+    import subprocess
+    import sys
+    import time
+
+    from ofuzz.engines.client import _runqueue_wait
+
+    busy = "import time\nt = time.time()\nwhile time.time() - t < 3: pass"
+    crowd = [subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", busy]) for _ in range(4)]
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    try:
+        time.sleep(0.5)
+        w0, s0 = _runqueue_wait(crowd[0].pid), _runqueue_wait(sleeper.pid)
+        time.sleep(1.5)
+        starved = (_runqueue_wait(crowd[0].pid) - w0) / 1.5
+        slept = (_runqueue_wait(sleeper.pid) - s0) / 1.5
+    finally:
+        for p in [*crowd, sleeper]:
+            p.wait()
+    assert starved >= 0.5 and slept < 0.1, (starved, slept)
+
+
+def test_the_test_doubles_hang_is_not_starved(double, tmp_path):
+    from ofuzz.npz import npz_bytes
+
+    x = tmp_path / "x.npz"
+    x.write_bytes(npz_bytes(inputs_for()))
+    assert double.prepare(single_op_model(tmp_path / "softsign.onnx", "Softsign"), ["x"], ["y"], timeout=20).ok
+    out = double.run(x, timeout=2)
+    assert out.kind == "timeout" and out.starved is not None and out.starved < 0.5, out

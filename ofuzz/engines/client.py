@@ -56,6 +56,9 @@ class Outcome:
     time: float = 0.0
     nodes: list[str] = field(default_factory=list)  # ONNX nodes the adapter says it failed on (first to last)
     where: str = ""  # the engine's source line it failed at, when its adapter can tell ("ops/Max.py:86")
+    # a timeout's share of its wall time the worker (and its children) spent runnable but waiting for a CPU: near 1, the
+    # machine was busy, not the engine hung (hand triage 18 #17: a 20 s conversion ran past 90 s at load 9 on 2 cores)
+    starved: float | None = None
     outputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
@@ -74,6 +77,28 @@ class Outcome:
         if what is None:
             what = f"{self.etype}: {self.message.splitlines()[0] if self.message else ''}".strip()
         return f"{self.stage} {self.kind}: {what}"[:300]
+
+
+def _runqueue_wait(pid: int) -> float | None:
+    """Seconds the threads of a process and of its live children have spent runnable but not running (Linux
+    /proc/<pid>/task/<tid>/schedstat, second field; None where that cannot be read). A process that sleeps or
+    deadlocks waits on no run queue; one that computes on a busy machine does."""
+    total, todo, seen = 0, [pid], set()
+    try:
+        while todo:
+            p = todo.pop()
+            if p in seen:
+                continue
+            seen.add(p)
+            for task in Path(f"/proc/{p}/task").iterdir():
+                try:
+                    total += int((task / "schedstat").read_text().split()[1])
+                    todo.extend(int(c) for c in (task / "children").read_text().split())
+                except (OSError, ValueError, IndexError):
+                    continue  # a thread or child that ended meanwhile
+    except OSError:
+        return None if p == pid else total / 1e9
+    return total / 1e9
 
 
 def _signame(num: int) -> str:
@@ -203,14 +228,17 @@ class Worker:
             return None, Outcome(stage, "exit", message="worker closed")
         offset = self._log_size()
         t0 = time.perf_counter()
+        wait0 = _runqueue_wait(proc.pid)
         try:
             proc.stdin.write((json.dumps(req) + "\n").encode())
             proc.stdin.flush()
             line = self._readline(proc, time.monotonic() + timeout)
         except TimeoutError:
-            self.close()
             why = f"no answer within {timeout:.0f}s" + (f", {STEP_LIMIT}" if self.spec.campaign_step and timeout <= self.spec.timeout else "")
-            return None, Outcome(stage, "timeout", message=why, log_tail=self._log_tail(offset), time=time.perf_counter() - t0)
+            wait1, spent = _runqueue_wait(proc.pid), time.perf_counter() - t0
+            self.close()
+            starved = None if wait0 is None or wait1 is None else round(max(0.0, wait1 - wait0) / max(spent, 1e-9), 3)
+            return None, Outcome(stage, "timeout", message=why, log_tail=self._log_tail(offset), time=spent, starved=starved)
         except (BrokenPipeError, OSError, ValueError):
             line = None
         if line is None:
