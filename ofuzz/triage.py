@@ -115,13 +115,13 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     base.update({"klass": hit.klass, "rerun_signature": hit.signature, "class_detail": _class_detail(hit)})
     if hit.klass != BUG:
         return _record(out, base)
-    step = judged.verdict.results[engine].outcome if engine in judged.verdict.results else None
-    if getattr(step, "kind", "") == "timeout" and (getattr(step, "starved", None) or 0.0) >= STARVED:
-        # the engine was runnable but had no CPU most of the limit: the machine was busy, the engine need not hang
-        return _record(out, {**base, "klass": UNCONFIRMED, "status_on_rerun": f"timeout, waiting for a CPU {step.starved:.0%} of it"})
-    second = spec_by_name[engine].second_opinion if engine in spec_by_name else ""
+    step = judged.verdict.results[engine].outcome
     # a hang is a defect in whichever mode it happens, and judging it in the other mode would cost a second engine timeout
-    hang = getattr(judged.verdict.results[engine].outcome, "kind", "") == "timeout"
+    hang = getattr(step, "kind", "") == "timeout"
+    if hang and (getattr(step, "starved", None) or 0.0) >= STARVED:
+        # the engine was runnable but had no CPU most of the time: the machine was busy, the engine need not hang
+        return _record(out, {**base, "klass": UNCONFIRMED, "status_on_rerun": f"timeout, waiting for a CPU {step.starved:.0%} of the time"})
+    second = spec_by_name[engine].second_opinion if engine in spec_by_name else ""
     moved = (_in_users_mode(opinions, second, pool, engine, model, out / "original.onnx", inputs, hit, policy)
              if hit.status == "MCF" and not hang else None)
     if moved is not None:  # reduced, exported and keyed on the mode its users run (see second_opinion.py)
@@ -465,23 +465,27 @@ def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: An
                         _first_input_type(model))
 
 
-def _first_input_rank(model: onnx.ModelProto) -> int | None:
-    """The rank of a one-node model's first input, from the graph input or initializer that feeds it (None: unknown)."""
+def _first_input(model: onnx.ModelProto) -> onnx.TensorProto | onnx.ValueInfoProto | None:
+    """The initializer or graph input that feeds a one-node model's first input (None: neither)."""
     name = model.graph.node[0].input[0] if model.graph.node and model.graph.node[0].input else ""
-    for t in model.graph.initializer:
-        if t.name == name:
-            return len(t.dims)
-    for v in model.graph.input:
-        if v.name == name and v.type.tensor_type.HasField("shape"):
-            return len(v.type.tensor_type.shape.dim)
+    return next((t for t in model.graph.initializer if t.name == name), None) or \
+        next((v for v in model.graph.input if v.name == name), None)
+
+
+def _first_input_rank(model: onnx.ModelProto) -> int | None:
+    """The rank of a one-node model's first input (None: unknown)."""
+    src = _first_input(model)
+    if isinstance(src, onnx.TensorProto):
+        return len(src.dims)
+    if src is not None and src.type.tensor_type.HasField("shape"):
+        return len(src.type.tensor_type.shape.dim)
     return None
 
 
 def _first_input_type(model: onnx.ModelProto) -> str | None:
     """The element type of a one-node model's first input as numpy names it (int32, float32; None: unknown)."""
-    name = model.graph.node[0].input[0] if model.graph.node and model.graph.node[0].input else ""
-    code = next((t.data_type for t in model.graph.initializer if t.name == name),
-                next((v.type.tensor_type.elem_type for v in model.graph.input if v.name == name), 0))
+    src = _first_input(model)
+    code = src.data_type if isinstance(src, onnx.TensorProto) else (src.type.tensor_type.elem_type if src is not None else 0)
     try:
         return onnx.helper.tensor_dtype_to_np_dtype(code).name if code else None
     except (KeyError, ValueError, TypeError):

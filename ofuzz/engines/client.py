@@ -34,7 +34,6 @@ STARTS: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])  # engine -> [wor
 STEP_LIMIT = "the campaign step limit"
 
 
-
 def start_costs() -> dict[str, tuple[int, float]]:
     """How many engine workers this process started, and the seconds it waited for them, per engine: where an export's
     time goes when engines crash (each crash restarts a worker; TensorFlow takes seconds to import)."""
@@ -56,7 +55,7 @@ class Outcome:
     time: float = 0.0
     nodes: list[str] = field(default_factory=list)  # ONNX nodes the adapter says it failed on (first to last)
     where: str = ""  # the engine's source line it failed at, when its adapter can tell ("ops/Max.py:86")
-    # a timeout's share of its wall time the worker (and its children) spent runnable but waiting for a CPU: near 1, the
+    # a timeout's share of time the worker (and its children) spent runnable but waiting for a CPU: near 1, the
     # machine was busy, not the engine hung (hand triage 18 #17: a 20 s conversion ran past 90 s at load 9 on 2 cores)
     starved: float | None = None
     outputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
@@ -77,6 +76,16 @@ class Outcome:
         if what is None:
             what = f"{self.etype}: {self.message.splitlines()[0] if self.message else ''}".strip()
         return f"{self.stage} {self.kind}: {what}"[:300]
+
+
+def _starved_share(pid: int, window: float = 0.5) -> float | None:
+    """The share of `window` seconds, sampled now, that the worker and its children spent runnable but waiting for a
+    CPU. Sampled only when a step times out (no cost on other steps): the load at the end of the limit stands for the
+    load during it."""
+    before = _runqueue_wait(pid)
+    time.sleep(window)
+    after = _runqueue_wait(pid)
+    return None if before is None or after is None else round(max(0.0, after - before) / window, 3)
 
 
 def _runqueue_wait(pid: int) -> float | None:
@@ -228,16 +237,14 @@ class Worker:
             return None, Outcome(stage, "exit", message="worker closed")
         offset = self._log_size()
         t0 = time.perf_counter()
-        wait0 = _runqueue_wait(proc.pid)
         try:
             proc.stdin.write((json.dumps(req) + "\n").encode())
             proc.stdin.flush()
             line = self._readline(proc, time.monotonic() + timeout)
         except TimeoutError:
             why = f"no answer within {timeout:.0f}s" + (f", {STEP_LIMIT}" if self.spec.campaign_step and timeout <= self.spec.timeout else "")
-            wait1, spent = _runqueue_wait(proc.pid), time.perf_counter() - t0
+            spent, starved = time.perf_counter() - t0, _starved_share(proc.pid)
             self.close()
-            starved = None if wait0 is None or wait1 is None else round(max(0.0, wait1 - wait0) / max(spent, 1e-9), 3)
             return None, Outcome(stage, "timeout", message=why, log_tail=self._log_tail(offset), time=spent, starved=starved)
         except (BrokenPipeError, OSError, ValueError):
             line = None
