@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 Tri = bool | None  # a condition over unknown values is unknown (None), not false
 Cond = Callable[["_NodeView"], Tri]
-SECTIONS = ("unsupported", "undefined", "reference_gaps", "families")
+SECTIONS = ("unsupported", "undefined", "reference_gaps", "families", "upstream_unknown_shape")
 KINDS = ("float", "int", "uint", "bool", "string", "complex")
 GROUPS = {"op", "attribute"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -636,6 +636,18 @@ def _differs(attrs: dict[str, Any], name: str, unused: float) -> bool:
 
 
 @dataclass(frozen=True)
+class UnknownShapeRule:
+    """An engine that plans a converted graph on static shapes: an `upstream` failure (the consumer runs fine alone on
+    the values it got) whose culprit hands on a tensor of unknown static shape is one defect, whatever produced the
+    tensor (Expand, ConstantOfShape, CenterCropPad with a run-time shape) and whichever consumer tripped on it."""
+
+    name: str
+    engines: tuple[str, ...]
+    why: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class UnsupportedRule:
     """Failure messages of some engines that mean a construct is not supported."""
 
@@ -707,6 +719,12 @@ class NoiseClasses:
     reference_gap_rules: tuple[NodeRule, ...] = ()
     sources: tuple[str, ...] = ()
     family_rules: tuple[Family, ...] = ()
+    unknown_shape_rules: tuple[UnknownShapeRule, ...] = ()
+
+    def unknown_shape(self, engine: str) -> UnknownShapeRule | None:
+        """The rule (noise/families.yaml, upstream_unknown_shape) that keys this engine's upstream failures on a tensor of
+        unknown static shape, if any."""
+        return next((r for r in self.unknown_shape_rules if engine_matches(engine, r.engines)), None)
 
     def family(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None,
                attrs: dict[str, Any] | None = None, dtype: str | None = None) -> Family | None:
@@ -866,6 +884,7 @@ _FIELDS = {
     "undefined": ({"name", "ops", "why"}, {"when", "doc", "except_ops"}),
     "reference_gaps": ({"name", "ops", "reason"}, {"when", "doc", "except_ops"}),
     "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures", "input_ranks", "attr_not", "input_dtypes"}),
+    "upstream_unknown_shape": ({"name", "engines", "why"}, {"doc"}),
 }
 
 
@@ -908,7 +927,7 @@ def _load_cached(key: tuple[tuple[str, int], ...]) -> NoiseClasses:
             for n, raw in enumerate(entries, 1):
                 sections[section].append(_entry(section, raw, file, n, sections[section]))
     return NoiseClasses(tuple(sections["unsupported"]), tuple(sections["undefined"]), tuple(sections["reference_gaps"]), tuple(sources),
-                        tuple(sections["families"]))
+                        tuple(sections["families"]), tuple(sections["upstream_unknown_shape"]))
 
 
 def _read(path: Path) -> dict[str, list]:
@@ -933,7 +952,7 @@ def _read(path: Path) -> dict[str, list]:
     return doc
 
 
-def _entry(section: str, raw: Any, file: str, n: int, earlier: list) -> UnsupportedRule | NodeRule | Family:
+def _entry(section: str, raw: Any, file: str, n: int, earlier: list) -> UnsupportedRule | NodeRule | Family | UnknownShapeRule:
     name = raw.get("name") if isinstance(raw, dict) and isinstance(raw.get("name"), str) else "?"
     try:
         if not isinstance(raw, dict):
@@ -943,6 +962,8 @@ def _entry(section: str, raw: Any, file: str, n: int, earlier: list) -> Unsuppor
             raise _Bad(f"duplicate name in section {section}", "give every entry of a section a unique name")
         if section == "families":
             return _family(raw, file)
+        if section == "upstream_unknown_shape":
+            return UnknownShapeRule(raw["name"], tuple(_strings(raw, "engines")), raw["why"], file)
         return _unsupported_rule(raw, file) if section == "unsupported" else _node_rule(section, raw, file)
     except _Bad as bad:
         raise _error(file, n, name, bad.problem, bad.fix) from None

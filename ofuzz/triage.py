@@ -42,7 +42,7 @@ from ofuzz.runner import EnginePool
 from ofuzz.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.signature import Signature, finding_id
 from ofuzz.undefined_path import undefined_on_the_way
-from ofuzz.witness import without, witnesses
+from ofuzz.witness import hands_on_unknown_shape, peeled_nodes, without, witnesses
 
 UNCONFIRMED = "unconfirmed"
 HANG_WAIT = 1.25  # repro.py's wait on a hang, in multiples of the time the campaign waited
@@ -375,6 +375,9 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
         fam = _family(campaign_dir, key, rep_folder(fid, info), nodes, noise)
         if fam is not None:  # one code path of the engine under several operator names: one root cause
             key = RootKey(key.engine, FAMILY, fam.name, fam.ops, (), (), "")
+        unknown = _unknown_shape_rule(campaign_dir, key, rep_folder(fid, info), rep.get("witnesses") or [], noise)
+        if unknown is not None:  # whatever produced the tensor of unknown shape, and whichever consumer tripped on it
+            key = RootKey(key.engine, FAMILY, unknown.name, (), (), (), "")
         key_of_fid[fid] = key
         rc = roots.setdefault(key.id(), {"id": key.id(), "key": key.to_json(), "severity": severity, "engine": key.engine,
                                          "converted_as": rep.get("campaign_engine", key.engine),
@@ -384,6 +387,8 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
         if fam is not None:
             rc["family_why"] = fam.why
             rc["family_failures"] = list(fam.failures)
+        if unknown is not None:
+            rc["family_why"] = unknown.why
         rc["held"] |= set(RootKey.from_json(rep["root"]).ops)  # every operator its repros hold, reduced or not
         if key.message in SHOWN_TRIGGERS:  # keyed by the attribute alone: which operators lacked it (or used the shorthand)
             trigger = rep.get("trigger") or {}
@@ -463,6 +468,17 @@ def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: An
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
     return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i), key.failure, _first_input_rank(model), attrs,
                         _first_input_type(model))
+
+
+def _unknown_shape_rule(campaign_dir: Path, key: RootKey, folder: str, witness_ops: list[str], noise: Any) -> Any:
+    """The engine's upstream_unknown_shape rule (noise/families.yaml) when this `upstream` failure's culprits hand its
+    consumer only tensors of unknown static shape (see witness.hands_on_unknown_shape); else None."""
+    rule = noise.unknown_shape(key.engine) if noise is not None and key.failure == UPSTREAM and witness_ops else None
+    path = campaign_dir / "repros" / folder / "model.onnx"
+    if rule is None or not folder or not path.is_file():
+        return None
+    model = onnx.load(str(path))
+    return rule if hands_on_unknown_shape(model, peeled_nodes(model, list(witness_ops))) else None
 
 
 def _first_input(model: onnx.ModelProto) -> onnx.TensorProto | onnx.ValueInfoProto | None:

@@ -69,6 +69,44 @@ def witnesses(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], b
     return peeled
 
 
+def peeled_nodes(model: onnx.ModelProto, witness_ops: list[str]) -> list[int]:
+    """The node indices `witnesses` peeled, found again from their operator types (a repro's finding.json records those):
+    peeling takes the single sink, then the single sink of what is left, in that order."""
+    left, peeled = list(range(len(model.graph.node))), []
+    for op in witness_ops:
+        ends = sinks(model, left)
+        if len(ends) != 1 or model.graph.node[ends[0]].op_type != op:
+            return []
+        peeled += ends
+        left.remove(ends[0])
+    return peeled
+
+
+def hands_on_unknown_shape(model: onnx.ModelProto, peeled: list[int]) -> bool:
+    """Does every tensor the culprits hand the peeled witnesses have a static shape ONNX inference leaves unknown (a
+    dimension or the rank)? A converter that plans on static shapes mishandles such a tensor whatever produced it:
+    onnx2tf takes an all-unknown shape as already channel-last and transposes the other operand (hand triage 15 #15,
+    #17; triage 17 #9, #12: Expand, ConstantOfShape and CenterCropPad fed by a run-time shape, one defect)."""
+    if not peeled:
+        return False
+    culprit_outputs = {o for i, n in enumerate(model.graph.node) if i not in peeled for o in n.output if o}
+    handed = {t for i in peeled for t in model.graph.node[i].input if t in culprit_outputs}
+    if not handed:
+        return False
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - a model inference rejects tells nothing about its shapes
+        return False
+    known = {v.name: v for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    return all(_unknown_shape(known.get(t)) for t in handed)
+
+
+def _unknown_shape(value: onnx.ValueInfoProto | None) -> bool:
+    if value is None or not value.type.tensor_type.HasField("shape"):
+        return True
+    return not all(d.HasField("dim_value") for d in value.type.tensor_type.shape.dim)
+
+
 def without(model: onnx.ModelProto, drop: list[int]) -> onnx.ModelProto:
     """The model's nodes minus `drop`, for keying only (not a runnable model)."""
     out = onnx.ModelProto()

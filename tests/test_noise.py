@@ -642,3 +642,16 @@ def test_a_subnormal_operand_is_the_platforms_choice_not_a_defect(nc):
     assert nc.undefined(div, [np.array([0.315], F), np.array([0.0], F)]) is None
     assert nc.undefined(node("Greater", 2), [np.array([2e-41], F), np.array([0.0], F)]).rule == "subnormal-operands"
     assert nc.undefined(node("Add", 2), [np.array([1], np.int32), np.array([0], np.int32)]) is None
+
+
+def test_upstream_unknown_shape_rules_name_their_engines(tmp_path):
+    """The shipped rule covers onnx2tf's three engines and no other; an entry without engines is refused by name."""
+    from ofuzz.noise import NoiseError, load_noise
+
+    nc = load_noise()
+    assert nc.unknown_shape("tensorflow-nhwc").name == "onnx2tf-unknown-shape-operand" and nc.unknown_shape("tflite") is not None
+    assert nc.unknown_shape("mnn") is None and nc.unknown_shape("onnxruntime") is None
+    bad = tmp_path / "families.yaml"
+    bad.write_text("upstream_unknown_shape:\n  - {name: u, why: w}\n")
+    with pytest.raises(NoiseError, match="missing key"):
+        load_noise([bad])

@@ -5,6 +5,7 @@ import dataclasses
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -1023,3 +1024,52 @@ def test_a_node_that_failed_to_compute_joins_its_run_failure_when_its_repro_reru
                                   root("d6", "DCF", "failure", ["Concat"], "IF exception:InvalidArgumentError")]}
     absorb_failed_node_into_its_run_failure(roots)
     assert sorted(roots) == ["d3", "d4", "d6", "i1", "i5"] and roots["i1"]["absorbed"] == ["d2"]
+
+
+def _upstream_finding(campaign: Path, engine: str, producer: str, consumer: str, shape_known: bool, idx: int) -> dict:
+    """A reduced two-node repro keyed `upstream producer` (its consumer ran fine alone), as the export writes it: the
+    producer's output shape is set at run time (a graph input) or by a constant."""
+    import json
+
+    from ofuzz.signature import finding_id
+
+    i64 = onnx.TensorProto.INT64
+    shape_src = [helper.make_tensor_value_info("s", i64, [4])] if not shape_known else []
+    inits = [onnx.numpy_helper.from_array(np.array([1, 3, 2, 2], np.int64), "s")] if shape_known else []
+    make = {"ConstantOfShape": helper.make_node("ConstantOfShape", ["s"], ["t"], value=helper.make_tensor("v", F, [1], [1.0])),
+            "Expand": helper.make_node("Expand", ["one", "s"], ["t"])}[producer]
+    if producer == "Expand":
+        inits.append(onnx.numpy_helper.from_array(np.ones([1], np.float32), "one"))
+    out_type = onnx.TensorProto.BOOL if consumer.endswith("Equal") else F
+    g = helper.make_graph([make, helper.make_node(consumer, ["x", "t"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", F, [1, 3, 2, 2]), *shape_src], [helper.make_tensor_value_info("y", out_type, None)], inits)
+    sig = f"{engine}|IF|exception|InvalidArgumentError|{consumer}|Incompatible shapes {idx}"
+    folder = campaign / "repros" / finding_id(sig)
+    folder.mkdir(parents=True)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(folder / "model.onnx"))
+    root = {"engine": engine, "status": "IF", "failure": "upstream", "ops": [producer], "attrs": [], "traits": [], "message": ""}
+    (folder / "finding.json").write_text(json.dumps({"signature": sig, "klass": "bug", "status": "IF", "witnesses": [consumer], "root": root,
+                                                     "reduction": {"nodes_after": 2}, "repro_failure": {"status": "IF", "failed_ops": [consumer]}}))
+    return {"signature": sig, "first_idx": idx, "first_model": f"m{idx}", "count": 1}
+
+
+def test_upstream_failures_on_a_tensor_of_unknown_shape_are_one_root_cause_on_onnx2tf(tmp_path):
+    """Hand triages 15 (#15, #17) and 17 (#9, #12): onnx2tf takes a tensor whose static shape is unknown (ConstantOfShape
+    or Expand fed a run-time shape) as already channel-last, and whichever consumer meets it fails; keyed by producer
+    that was one root cause per producer. With the shape a constant, or on another engine, the producer stays the key."""
+    from ofuzz.triage import cluster
+    from ofuzz.witness import hands_on_unknown_shape, peeled_nodes
+
+    rows = [_upstream_finding(tmp_path, "tensorflow", "ConstantOfShape", "GreaterOrEqual", False, 1),
+            _upstream_finding(tmp_path, "tensorflow", "Expand", "PRelu", False, 2),
+            _upstream_finding(tmp_path, "tensorflow", "Expand", "LessOrEqual", True, 3),
+            _upstream_finding(tmp_path, "mnn", "Expand", "PRelu", False, 4)]
+    roots = {(r["engine"], r["key"]["failure"], tuple(r["key"]["ops"])): r for r in cluster(tmp_path, rows)["root_causes"]}
+    assert set(roots) == {("tensorflow", "onnx2tf-unknown-shape-operand", ()), ("tensorflow", "upstream", ("Expand",)),
+                          ("mnn", "upstream", ("Expand",))}, roots
+    merged = roots[("tensorflow", "onnx2tf-unknown-shape-operand", ())]
+    assert merged["held"] == ["ConstantOfShape", "Expand"] and len(merged["signatures"]) == 2 and merged["first_idx"] == 1
+    assert "channel-last" in merged["family_why"]
+    # the peeled witnesses are found again from their operator types, sink first; a mismatch finds none
+    m = onnx.load(str(tmp_path / "repros" / merged["findings"][0] / "model.onnx"))
+    assert peeled_nodes(m, [m.graph.node[1].op_type]) == [1] and peeled_nodes(m, ["Relu"]) == [] and not hands_on_unknown_shape(m, [])
