@@ -98,6 +98,10 @@ def test_fine_keys_see_attribute_values_defaults_types_and_input_values():
     x = np.array([[1.0, np.nan, 1.0], [0.0, -2.0, 3.0]], np.float32)
     keys = fine_keys(m, {"x": x}, ["mnn", "onnxruntime"])
     for k in ("ArgMax|axis=-1", "ArgMax|keepdims=default", "ArgMax|select_last_index=default", "ArgMax|dtype=float32",
-              "ArgMax|rank=2", "ArgMax|values=nan", "ArgMax|values=negative", "ArgMax|values=zero", "ArgMax|values=ties"):
+              "ArgMax|rank=2", "ArgMax|version=13", "ArgMax|values=nan", "ArgMax|values=negative", "ArgMax|values=zero", "ArgMax|values=ties"):
         assert f"mnn|{k}" in keys and f"onnxruntime|{k}" in keys, k
+    m21 = helper.make_model(helper.make_graph([helper.make_node("Pad", ["x", "p"], ["y"])], "g", [helper.make_tensor_value_info("x", 1, [2, 3]),
+                            helper.make_tensor_value_info("p", 7, [4])], [helper.make_tensor_value_info("y", 1, None)]),
+                            opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    assert "mnn|Pad|version=21" in fine_keys(m21, {}, ["mnn"])  # Pad-21 at opset 21, Pad-13 at 17: two versions to cover
     assert fine_keys(m, {"x": x}, []) == set()  # nothing is covered for an engine that did not compare the model
