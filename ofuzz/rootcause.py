@@ -143,7 +143,16 @@ def _shown_trigger_key(key: RootKey, attrs: set[str], message: str) -> RootKey:
 
 
 SPELLED_OUT = "gets a shorthand wrong that it gets right spelled out"
-SHOWN_TRIGGERS = (OMITTED_DEFAULT, SPELLED_OUT)  # keys whose trigger the triage showed by rewriting the repro
+SCHEMA_DEFAULT = "leaves out an attribute at the default its schema gives"
+SHOWN_TRIGGERS = (OMITTED_DEFAULT, SPELLED_OUT, SCHEMA_DEFAULT)  # keys whose trigger the triage showed by rewriting the repro
+
+
+def schema_default_key(key: RootKey, wrote: list[str]) -> RootKey:
+    """The key of a wrong shape that goes away when an attribute the node left out is written at its schema default
+    (`wrote`: "ReduceSumSquare.keepdims"): the engine and the attribute, not the operator. MNN's one Reduce transform
+    (OnnxReduceL2.cpp) starts from keepDims = false for ReduceL1, L2, LogSum, LogSumExp and SumSquare alike, while its
+    other Reduce operators default right (hand triage 18 #3)."""
+    return _shown_trigger_key(key, {f"{w.split('.', 1)[1]} omitted" for w in wrote}, SCHEMA_DEFAULT)
 
 
 def spelled_out_key(key: RootKey, wrote: list[str]) -> RootKey:

@@ -35,9 +35,9 @@ from ofuzz.oracle import DCF, DCP
 from ofuzz.reduce import Target, reduce_model
 from ofuzz.repro import write_repro
 from ofuzz.rootcause import (SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, crash_or_hang,
-                             failure_of, key_of, omitted_default_key, omitted_input_key, spelled_out_key, upstream_of)
+                             failure_of, key_of, omitted_default_key, omitted_input_key, schema_default_key, spelled_out_key, upstream_of)
 from ofuzz.npz import load_npz
-from ofuzz.prose_defaults import auto_pad_written_out, written_out
+from ofuzz.prose_defaults import auto_pad_written_out, schema_defaults_written_out, written_out
 from ofuzz.runner import EnginePool
 from ofuzz.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.signature import Signature, finding_id
@@ -187,6 +187,11 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     if wrote:  # written out at their spec defaults, the engine runs it and agrees: the omission is the root cause
         info["trigger"] = {"omitted": wrote}
         key = omitted_default_key(key, wrote)
+    if not wrote and not hang and hit.status == DCF and key.failure == "shape" and len(red_model.graph.node) == 1:
+        wrote = schema_defaults_trigger(pool, red_model, red_feeds, engine, policy)
+        if wrote:  # written out at their schema defaults, the engine agrees: it has the default wrong
+            info["trigger"] = {"schema_default": wrote}
+            key = schema_default_key(key, wrote)
     spelled = [] if hang or wrote else auto_pad_trigger(pool, red_model, red_feeds, engine, policy, hit.status, crashed)
     if spelled:  # with the explicit pads auto_pad stands for, the engine runs it and agrees: auto_pad is the root cause
         info["trigger"] = {"spelled_out": spelled}
@@ -222,6 +227,28 @@ def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: di
     every = fixes(None)
     names = sorted({w.split(".", 1)[1] for w in every})
     alone = [w for name in names for w in fixes({name})] if len(names) > 1 else []
+    return alone or every
+
+
+def schema_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str,
+                            policy: Policy) -> list[str]:
+    """The omitted schema-default attributes ("ReduceSumSquare.keepdims") a one-node repro's wrong shape needs: with them
+    written at their defaults (see prose_defaults.schema_defaults_written_out) `engine` agrees with two voters. All of
+    them first, then each alone, to name the one that matters. Only for a wrong shape, where a misread default
+    (keepdims, axis) shows, so the export spends one extra judgement on few findings; empty when nothing was omitted or
+    it still fails."""
+    def fixes(only: str | None) -> list[str]:
+        fixed, wrote = schema_defaults_written_out(model)
+        if only is not None:  # keep only that attribute's written default
+            for node in fixed.graph.node:
+                extra = [a for a in node.attribute if f"{node.op_type}.{a.name}" in wrote and f"{node.op_type}.{a.name}" != only]
+                for a in extra:
+                    node.attribute.remove(a)
+            wrote = [only]
+        return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, DCF) else []
+
+    every = fixes(None)
+    alone = [w for name in every for w in fixes(name)] if len(every) > 1 else []
     return alone or every
 
 
@@ -392,7 +419,8 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: Any = "de
         rc["held"] |= set(RootKey.from_json(rep["root"]).ops)  # every operator its repros hold, reduced or not
         if key.message in SHOWN_TRIGGERS:  # keyed by the attribute alone: which operators lacked it (or used the shorthand)
             trigger = rep.get("trigger") or {}
-            rc["held"] |= {w.split(".", 1)[0] for w in [*trigger.get("omitted", []), *trigger.get("spelled_out", [])]}
+            rc["held"] |= {w.split(".", 1)[0] for w in [*trigger.get("omitted", []), *trigger.get("spelled_out", []),
+                                                       *trigger.get("schema_default", [])]}
         row = info["_row"]
         if row["signature"] not in rc["signatures"]:
             rc["signatures"].append(row["signature"])

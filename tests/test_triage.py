@@ -1073,3 +1073,41 @@ def test_upstream_failures_on_a_tensor_of_unknown_shape_are_one_root_cause_on_on
     # the peeled witnesses are found again from their operator types, sink first; a mismatch finds none
     m = onnx.load(str(tmp_path / "repros" / merged["findings"][0] / "model.onnx"))
     assert peeled_nodes(m, [m.graph.node[1].op_type]) == [1] and peeled_nodes(m, ["Relu"]) == [] and not hands_on_unknown_shape(m, [])
+
+
+def test_an_engine_that_has_a_schema_default_wrong_is_keyed_by_the_omitted_attribute(tmp_path):
+    """Real MNN 3.6.1: its one transform for ReduceL1, L2, LogSum, LogSumExp and SumSquare starts from keepDims = false
+    (OnnxReduceL2.cpp), where the schema's default is 1: with keepdims omitted each gives a rank-reduced shape (hand
+    triage 18 #3, reported under the axes-input family). Written at keepdims=1 MNN is right, so the omitted attribute is
+    the root cause, one for every operator of that transform; ReduceMean with keepdims omitted is right and no finding."""
+    import json
+    import os
+
+    from ofuzz.rootcause import SCHEMA_DEFAULT
+    from ofuzz.signature import finding_id
+    from ofuzz.triage import cluster, export
+
+    specs = resolve(["onnxruntime", "reference", "mnn"])
+    rows = []
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("MNN is not installed (ofuzz engines --install mnn)")
+        for op in ("ReduceL2", "ReduceSumSquare", "ReduceMean"):
+            g = helper.make_graph([helper.make_node(op, ["x"], ["y"], name=f"n0_{op}", axes=[1])], "g",
+                                  [helper.make_tensor_value_info("x", F, [2, 3, 4])], [helper.make_tensor_value_info("y", F, [2, 1, 4])])
+            path = tmp_path / f"{op}.onnx"
+            onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+            feeds = {"x": np.random.default_rng(1).uniform(0.5, 1.5, (2, 3, 4)).astype(np.float32)}
+            if op == "ReduceMean":
+                assert judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).findings == []
+                continue
+            row = {**one_finding_row(pool, path, feeds, "DCF"), "first_model": op}
+            out = tmp_path / "repros" / finding_id(row["signature"])
+            export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=20, pool=pool, policy=Policy.default())
+            info = json.loads((out / "finding.json").read_text())
+            assert info["trigger"] == {"schema_default": [f"{op}.keepdims"]}, info.get("trigger")
+            rows.append(row)
+    (root,) = cluster(tmp_path, rows)["root_causes"]
+    assert root["key"]["message"] == SCHEMA_DEFAULT and list(root["key"]["attrs"]) == ["keepdims omitted"], root["key"]
+    assert root["held"] == ["ReduceL2", "ReduceSumSquare"] and root["severity"] == 1
