@@ -3,9 +3,10 @@
 OLC saturates within minutes (OTC, IDC and ODC reach ~100% in a 5-minute campaign), after which it rewards nothing,
 while defects keep turning up in attribute values, input values and types. Each model yields keys, per operator:
 every enum/bool/small-int attribute value given (and which schema attributes were left at their default), the sign
-pattern of integer-list attributes (axes, pads, steps), the operator version the model's opset selects, the input's element type and rank, and the value classes
-(NaN, ±Inf, zero, negative, large, ties, empty) of graph inputs it reads — each prefixed by every engine that actually
-compared the model (DCP or DCF), so a construct counts as covered for an engine only once that engine computed it.
+pattern of integer-list attributes (axes, pads, steps), the operator version the model's opset selects, the input's
+element type and rank, and the value classes (NaN, ±Inf, zero, negative, large, ties, empty) of graph inputs it reads
+— each prefixed by every engine that actually compared the model (DCP or DCF), so a construct counts as covered for an
+engine only once that engine computed it.
 """
 from __future__ import annotations
 
