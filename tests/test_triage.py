@@ -1,7 +1,9 @@
 """Triage: reduction validity, capability gaps, root-cause keys, the known-bugs store, one-line errors on bad stores."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import sqlite3
 import subprocess
 import sys
@@ -33,6 +35,18 @@ def one_finding_row(pool, path, feeds, status: str) -> dict:
     assert f.status == status, f.signature
     return {"engine": f.engine, "status": f.status, "signature": f.signature, "op": f.op, "summary": f.summary, "first_idx": 0,
             "first_model": "m", "count": 1}
+
+
+@contextlib.contextmanager
+def started_pool(tmp_path, engines: list[str], need: str):
+    """A started pool of real engines (and their specs); skips the test when `need` is not installed, unless
+    OFUZZ_REQUIRE_ENGINES asks for every engine."""
+    specs = resolve(engines)
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        if need in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip(f"{need} is not installed (ofuzz engines --install {need})")
+        yield specs, pool
 
 
 def relu_model(tmp_path) -> tuple:
@@ -777,17 +791,12 @@ def test_mnn_pools_without_strides_are_one_root_cause_whatever_the_operator_and_
     time, and its converter with SIGILL when a consumer makes it compute shapes. The seed-76 campaign reported that as
     five root causes (per operator and stage); written out at strides=1 each runs and matches, so they are one."""
     import json
-    import os
 
     from ofuzz.signature import finding_id
     from ofuzz.triage import cluster, export
 
-    specs = resolve(["onnxruntime", "reference", "mnn"])
     rows = []
-    with EnginePool(specs, tmp_path / "pool") as pool:
-        pool.start()
-        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
-            pytest.skip("MNN is not installed (ofuzz engines --install mnn)")
+    with started_pool(tmp_path, ["onnxruntime", "reference", "mnn"], "mnn") as (specs, pool):
         for op, consumer, stage in (("AveragePool", None, "IF"), ("LpPool", None, "IF"), ("MaxPool", "ReduceSumSquare", "MCF")):
             path, feeds = pool_model(tmp_path, op, consumer)
             row = {**one_finding_row(pool, path, feeds, stage), "first_model": path.stem}
@@ -1081,18 +1090,13 @@ def test_an_engine_that_has_a_schema_default_wrong_is_keyed_by_the_omitted_attri
     triage 18 #3, reported under the axes-input family). Written at keepdims=1 MNN is right, so the omitted attribute is
     the root cause, one for every operator of that transform; ReduceMean with keepdims omitted is right and no finding."""
     import json
-    import os
 
     from ofuzz.rootcause import SCHEMA_DEFAULT
     from ofuzz.signature import finding_id
     from ofuzz.triage import cluster, export
 
-    specs = resolve(["onnxruntime", "reference", "mnn"])
     rows = []
-    with EnginePool(specs, tmp_path / "pool") as pool:
-        pool.start()
-        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
-            pytest.skip("MNN is not installed (ofuzz engines --install mnn)")
+    with started_pool(tmp_path, ["onnxruntime", "reference", "mnn"], "mnn") as (specs, pool):
         for op in ("ReduceL2", "ReduceSumSquare", "ReduceMean"):
             g = helper.make_graph([helper.make_node(op, ["x"], ["y"], name=f"n0_{op}", axes=[1])], "g",
                                   [helper.make_tensor_value_info("x", F, [2, 3, 4])], [helper.make_tensor_value_info("y", F, [2, 1, 4])])
