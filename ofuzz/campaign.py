@@ -91,6 +91,11 @@ class Pending:
     path: Path | None = None  # where its files were saved for the engines
 
 
+def step_specs(specs: list[EngineSpec], opts: CampaignOptions) -> list[EngineSpec]:
+    """The specs a campaign judges with: each engine's campaign step limit as its timeout (`--step-limits`), or as given."""
+    return [s.for_campaign() for s in specs] if opts.step_limits else list(specs)
+
+
 class Campaign:
     def __init__(self, corpus: Corpus, specs: list[EngineSpec], opts: CampaignOptions, out: Path, resume: bool = False,
                  known_gaps: set[str] | None = None, judges: Judges | None = None) -> None:
@@ -138,8 +143,7 @@ class Campaign:
         self.stop_reason = ""
         # where models are judged: engine pools in threads here (default) or Ray actors (ofuzz.distributed)
         # the campaign's step limits (EngineSpec.campaign_timeout); the export re-judges every finding with the full ones
-        self.judges: Judges = judges or LocalPools([s.for_campaign() if opts.step_limits else s for s in specs], self.out / "work",
-                                                   opts.timeout, opts.workers, self.policy)
+        self.judges: Judges = judges or LocalPools(step_specs(specs, opts), self.out / "work", opts.timeout, opts.workers, self.policy)
         self.redone = 0  # models judged again because their judge died in flight
         self.fine_seen: set[str] = set()  # fine-grained coverage keys (engine|op|construct) compared so far (bandit reward)
         self.versions: dict[str, Any] = {}  # engine -> version, known once the pools have started

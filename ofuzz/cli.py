@@ -352,7 +352,7 @@ def campaign(
 
     from rich.live import Live
 
-    from ofuzz.campaign import Campaign, CampaignOptions, empty_shell, saved_options
+    from ofuzz.campaign import Campaign, CampaignOptions, empty_shell, saved_options, step_specs
     from ofuzz.engines.registry import EngineError, resolve
 
     if resume is not None:
@@ -391,7 +391,7 @@ def campaign(
     known_gaps = kb.known_gaps() if kb else set()
     if kb:
         kb.close()
-    judges = _ray_judges(ray, actors, [s.for_campaign() if opts.step_limits else s for s in specs], opts.timeout) if ray else None
+    judges = _ray_judges(ray, actors, step_specs(specs, opts), opts.timeout) if ray else None
     c = Campaign(_corpus(None), specs, opts, out, resume=resume is not None, known_gaps=known_gaps, judges=judges)
     interrupted = False
     last = [0.0]

@@ -123,10 +123,11 @@ def auto_pad_written_out(model: onnx.ModelProto, shapes: dict[str, tuple[int, ..
     return out, sorted(set(wrote))
 
 
-def schema_defaults_written_out(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
-    """A copy with every attribute the schema defaults (keepdims=1, axis=0, ...) and a node leaves out written at that
-    default, and what was written ("ReduceSumSquare.keepdims"). The model means the same; an engine that now gives the
-    right answer had the default wrong (hand triage 18 #3: MNN's OnnxReduceL2.cpp starts from keepDims = false)."""
+def schema_defaults_written_out(model: onnx.ModelProto, only: set[str] | None = None) -> tuple[onnx.ModelProto, list[str]]:
+    """A copy with every attribute the schema defaults (keepdims=1, axis=0, ...) and a node leaves out (or only those
+    named in `only`: "ReduceSumSquare.keepdims") written at that default, and what was written. The model means the
+    same; an engine that now gives the right answer had the default wrong (hand triage 18 #3: MNN's OnnxReduceL2.cpp
+    starts from keepDims = false)."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
@@ -139,7 +140,8 @@ def schema_defaults_written_out(model: onnx.ModelProto) -> tuple[onnx.ModelProto
         given = {a.name for a in node.attribute}
         for name, spec in sorted(schema.attributes.items()):
             default = spec.default_value
-            if name in given or default is None or default.type == onnx.AttributeProto.UNDEFINED:
+            if name in given or default is None or default.type == onnx.AttributeProto.UNDEFINED or \
+                    (only is not None and f"{node.op_type}.{name}" not in only):
                 continue
             attr = onnx.AttributeProto()
             attr.CopyFrom(default)

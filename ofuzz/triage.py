@@ -237,18 +237,12 @@ def schema_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dic
     them first, then each alone, to name the one that matters. Only for a wrong shape, where a misread default
     (keepdims, axis) shows, so the export spends one extra judgement on few findings; empty when nothing was omitted or
     it still fails."""
-    def fixes(only: str | None) -> list[str]:
-        fixed, wrote = schema_defaults_written_out(model)
-        if only is not None:  # keep only that attribute's written default
-            for node in fixed.graph.node:
-                extra = [a for a in node.attribute if f"{node.op_type}.{a.name}" in wrote and f"{node.op_type}.{a.name}" != only]
-                for a in extra:
-                    node.attribute.remove(a)
-            wrote = [only]
+    def fixes(only: set[str] | None) -> list[str]:
+        fixed, wrote = schema_defaults_written_out(model, only)
         return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, DCF) else []
 
     every = fixes(None)
-    alone = [w for name in every for w in fixes(name)] if len(every) > 1 else []
+    alone = [w for name in every for w in fixes({name})] if len(every) > 1 else []
     return alone or every
 
 

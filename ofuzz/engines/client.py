@@ -93,20 +93,23 @@ def _runqueue_wait(pid: int) -> float | None:
     /proc/<pid>/task/<tid>/schedstat, second field; None where that cannot be read). A process that sleeps or
     deadlocks waits on no run queue; one that computes on a busy machine does."""
     total, todo, seen = 0, [pid], set()
-    try:
-        while todo:
-            p = todo.pop()
-            if p in seen:
-                continue
-            seen.add(p)
-            for task in Path(f"/proc/{p}/task").iterdir():
-                try:
-                    total += int((task / "schedstat").read_text().split()[1])
-                    todo.extend(int(c) for c in (task / "children").read_text().split())
-                except (OSError, ValueError, IndexError):
-                    continue  # a thread or child that ended meanwhile
-    except OSError:
-        return None if p == pid else total / 1e9
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            tasks = list(Path(f"/proc/{p}/task").iterdir())
+        except OSError:
+            if p == pid:
+                return None
+            continue  # a child that ended meanwhile: its siblings still count
+        for task in tasks:
+            try:
+                total += int((task / "schedstat").read_text().split()[1])
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+            except (OSError, ValueError, IndexError):
+                continue  # a thread that ended meanwhile
     return total / 1e9
 
 
