@@ -2,7 +2,7 @@
 engine would still be sent and the share of those runs that would reach a comparison.
 
 Why: the issue asks for ≥ 80% of TensorFlow's runs to reach a comparison; this replays the campaign's own outcomes
-against the steering rule of `ofuzz/steering.py` (send with probability max(floor, prod over the model's keys of
+against the steering rule of `ofuzz/gen/steering.py` (send with probability max(floor, prod over the model's keys of
 (1 - fail_rate) ** strength)), with failure rates fitted on the first half of the models and scored on the second
 half, so it measures what the rule could do with perfect hindsight of the rates, not one lucky run.
 

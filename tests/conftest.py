@@ -8,7 +8,7 @@ import pytest
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from ofuzz.corpus import load_corpus
+from ofuzz.gen.corpus import load_corpus
 
 # nothing a test run writes lands in the checkout: no example database (pytest's cache is off in pyproject.toml)
 settings.register_profile("ofuzz", database=None)

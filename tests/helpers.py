@@ -7,7 +7,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ofuzz.store import Store
+from ofuzz.store.campaign_store import Store
 
 
 def single_op_model(path: Path, op: str, shape=(2, 3, 4, 5), **attrs) -> Path:

@@ -10,10 +10,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from ofuzz.engines.registry import resolve
-from ofuzz.judging import BUG, DRIFT_CLASS, Policy, judge_model
-from ofuzz.precision import load_tolerances
-from ofuzz.runner import EnginePool
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.judge.judging import BUG, DRIFT_CLASS, Policy, judge_model
+from ofuzz.judge.precision import load_tolerances
+from ofuzz.exec.runner import EnginePool
 
 F = onnx.TensorProto.FLOAT
 
@@ -70,7 +70,7 @@ def test_blame_goes_past_an_amplifier_to_the_node_that_is_wrong_alone(tmp_path):
 
 @pytest.mark.parametrize("n", [4096, 65536])
 def test_long_sum_with_cancellation_is_within_float32_of_the_exact_result(n):
-    from ofuzz.precision import n_terms, within_float32
+    from ofuzz.judge.precision import n_terms, within_float32
 
     tol = load_tolerances()
     bound = tol.bound_for("ReduceSum")
@@ -112,7 +112,7 @@ def test_a_gru_with_huge_recurrent_weights_is_float32_drift_on_onnxruntime(tmp_p
     Hand triage 10: the same with hidden_size 2 and |R| ~ 9e3 (3.5e-3 off), past a bound of one eps32 per gate.
     Hand triage 13: ordinary weights but an initial state of ~9e3 (lbr=1, bidirectional; 2.3e-3 off): the gate error
     multiplies the previous state too."""
-    from ofuzz.npz import load_npz
+    from ofuzz.core.npz import load_npz
 
     data = Path(__file__).parent / "data" / "precision"
     model, feeds = onnx.load(str(data / f"{name}.onnx")), load_npz(data / f"{name}.inputs.npz")
@@ -131,7 +131,7 @@ def test_mnn_winograd_rounding_in_a_stride_1_conv_is_drift_and_a_wrong_conv_stay
     """Hand triage 9: MNN's stride-1 5x5 Conv (6 channels, 150 products per output) is off by up to 2.8x the direct
     sum's float32 bound (its Winograd tiles; with strides 2 it stays within 0.008x) and was reported as a wrong value
     twice (triages 8 and 9). Real engines: it is drift. The same Conv on the test double, 0.5% off, stays a bug."""
-    from ofuzz.npz import load_npz
+    from ofuzz.core.npz import load_npz
 
     data = Path(__file__).parent / "data" / "precision"
     path = data / "mnn-winograd-conv5x5.onnx"
@@ -156,7 +156,7 @@ def test_a_convolution_sums_its_kernel_and_channels_and_its_magnitude_uses_the_w
     1.3e-5 (0.16%, 1 element of 720): input and output have the same size, so the bound counted one term per output, and the
     signed weights made the 'magnitude' cancel too. Each output sums 100 products of |w||x| ~ 24: float32 arithmetic.
     A Conv output off by 0.5% where nothing cancels stays wrong."""
-    from ofuzz.precision import abs_weights, n_terms, within_float32
+    from ofuzz.judge.precision import abs_weights, n_terms, within_float32
 
     rng = np.random.default_rng(8)
     w = onnx.numpy_helper.from_array(rng.uniform(-1, 1, (4, 4, 5, 5)).astype(np.float32), "W")
@@ -182,7 +182,7 @@ def test_a_convolution_sums_its_kernel_and_channels_and_its_magnitude_uses_the_w
 def judge_stored_precision_case(tmp_path, name: str, blamed: str):
     """tests/data/precision/<name>: its model, inputs and the finding on `blamed` judged by onnxruntime, the reference
     and MNN with the shipped tolerances (the blamed engine must be the one DCF)."""
-    from ofuzz.npz import load_npz
+    from ofuzz.core.npz import load_npz
 
     data = Path(__file__).parent / "data" / "precision"
     model, feeds = onnx.load(str(data / f"{name}.onnx")), load_npz(data / f"{name}.inputs.npz")
@@ -201,7 +201,7 @@ def test_the_references_mvn_of_nearly_equal_pairs_is_the_specs_formula_in_float3
     float32; over pairs of nearly equal values it cancels (outputs +-0.07 for +-1, NaN where it went below zero) and
     was reported as the reference's defect. Its float64 version does not type-check (the body's constants are float32),
     so the exact answer comes from the formula; the normalization bound then covers it. 0.5% off stays outside."""
-    from ofuzz.precision import centering_terms, exact_by_formula, n_terms, within_float32
+    from ofuzz.judge.precision import centering_terms, exact_by_formula, n_terms, within_float32
 
     model, feeds, f = judge_stored_precision_case(tmp_path, "reference-mvn-nearly-equal-pairs", "reference")
     assert f.klass == DRIFT_CLASS, f.detail

@@ -20,10 +20,10 @@ import pytest
 import yaml
 from google.protobuf.message import DecodeError
 
-from ofuzz.engines.envs import python_for
-from ofuzz.engines.registry import EngineError, resolve
-from ofuzz.judging import Policy, judge_model
-from ofuzz.runner import EnginePool
+from ofuzz.exec.engines.envs import python_for
+from ofuzz.exec.engines.registry import EngineError, resolve
+from ofuzz.judge.judging import Policy, judge_model
+from ofuzz.exec.runner import EnginePool
 
 BUGS_DIR = Path(__file__).parent / "data" / "bugs"
 STATUSES = ("DCF", "IF", "MCF")

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from ofuzz.signature import Signature
+from ofuzz.judge.signature import Signature
 
 ENGINES = "onnxruntime,reference,testdouble"
 
@@ -215,7 +215,7 @@ def test_chaos_sigkill_at_random_moments_then_resume_loses_and_doubles_nothing(t
 def test_a_finding_first_seen_in_a_model_committed_late_keeps_the_lowest_index(tmp_path):
     """Models commit as they finish; one lost with a Ray node is judged again after later models. Its finding's first
     model must still be the lowest index, as in a run where nothing was lost (the multi-node test saw 38 for 21)."""
-    from ofuzz.store import Store
+    from ofuzz.store.campaign_store import Store
 
     store = Store(tmp_path)
     t = {k: 0 for k in ("elapsed", "generated", "kept", "run", "OLC", "OTC", "IDC", "ODC", "SEC", "SPC", "unique_findings", "engine_time")}
@@ -232,8 +232,8 @@ def test_a_finding_first_seen_in_a_model_committed_late_keeps_the_lowest_index(t
 def test_a_hang_gets_no_further_model_to_triage_but_an_unnamed_failure_does(tmp_path):
     """Further models of an IF/MCF signature without an operator are triaged (a normalised message can hide several
     defects); a hang's are not: hangs are not reduced, and each costs three engine timeouts (5 of 11 export minutes)."""
-    from ofuzz.export_all import pending_findings
-    from ofuzz.store import Store
+    from ofuzz.triage.export_all import pending_findings
+    from ofuzz.store.campaign_store import Store
 
     store = Store(tmp_path)
     t = {k: 0 for k in ("elapsed", "generated", "kept", "run", "OLC", "OTC", "IDC", "ODC", "SEC", "SPC", "unique_findings", "engine_time")}
@@ -254,9 +254,9 @@ def test_a_hang_gets_no_further_model_to_triage_but_an_unnamed_failure_does(tmp_
 def test_every_model_cut_at_the_campaign_step_limit_is_re_judged(tmp_path):
     """Models cut at a campaign's step limit share one signature, but each is its own outcome under the engine's full
     limit (a hang, a failure, a wrong value or nothing): the export re-judges all of them."""
-    from ofuzz.engines.client import STEP_LIMIT
-    from ofuzz.export_all import pending_findings
-    from ofuzz.store import Store
+    from ofuzz.exec.engines.client import STEP_LIMIT
+    from ofuzz.triage.export_all import pending_findings
+    from ofuzz.store.campaign_store import Store
 
     store = Store(tmp_path)
     t = {k: 0 for k in ("elapsed", "generated", "kept", "run", "OLC", "OTC", "IDC", "ODC", "SEC", "SPC", "unique_findings", "engine_time")}
@@ -273,7 +273,7 @@ def test_every_model_cut_at_the_campaign_step_limit_is_re_judged(tmp_path):
 
 
 def test_an_uncapped_export_takes_hangs_first_and_a_capped_one_keeps_the_order():
-    from ofuzz.export_all import export_order
+    from ofuzz.triage.export_all import export_order
 
     todo = [{"signature": "e|DCF|value|Conv"}, {"signature": "t|MCF|timeout||?|no answer within Ns"}, {"signature": "e|IF|crash|SIGSEGV|?|"}]
     assert [f["signature"] for f in export_order(todo, capped=False)] == [todo[1]["signature"], todo[0]["signature"], todo[2]["signature"]]

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ofuzz.chooser import MCTSChooser, RandomChooser, reward
-from ofuzz.coverage import Coverage
+from ofuzz.gen.chooser import MCTSChooser, RandomChooser, reward
+from ofuzz.gen.coverage import Coverage
 
 
 def test_mcts_expands_towards_lowest_coverage_and_limits_children(corpus):
@@ -66,7 +66,7 @@ def test_reward_definition():
 
 
 def test_bandit_learns_which_blocks_pay_and_survives_a_reload(corpus):
-    from ofuzz.chooser import BanditChooser
+    from ofuzz.gen.chooser import BanditChooser
 
     cov = Coverage.for_corpus(corpus)
     b = BanditChooser(corpus, cov, np.random.default_rng(0), tc1=3)

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from ofuzz import conformance as cf
-from ofuzz.engines.registry import resolve
+from ofuzz.campaign import conformance as cf
+from ofuzz.exec.engines.registry import resolve
 
 
 def double(name: str, faults: dict[str, str]):

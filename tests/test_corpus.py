@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from ofuzz.blocks import subgraph_entries
-from ofuzz.corpus import CorpusError, load_corpus
+from ofuzz.gen.blocks import subgraph_entries
+from ofuzz.gen.corpus import CorpusError, load_corpus
 
 PAPER_50 = {
     "Add", "ArgMax", "AvgPool", "BatchToSpaceND", "BiasAdd", "Cast", "Ceil", "ConcatV2", "Conv2D", "CropAndResize",

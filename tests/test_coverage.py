@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from ofuzz.coverage import Coverage, OpRecord
-from ofuzz.generate import GenerateOptions, generate_one
+from ofuzz.gen.coverage import Coverage, OpRecord
+from ofuzz.gen.generate import GenerateOptions, generate_one
 
 D012 = frozenset({0, 1, 2})
 TABLE_I = {"Conv2d": (frozenset({1}), D012), "Relu": (frozenset({1}), D012), "Add": (frozenset({2}), D012)}
@@ -90,7 +90,7 @@ def test_fine_keys_see_attribute_values_defaults_types_and_input_values():
     import numpy as np
     from onnx import helper
 
-    from ofuzz.fine_coverage import fine_keys
+    from ofuzz.gen.fine_coverage import fine_keys
 
     n = helper.make_node("ArgMax", ["x"], ["y"], axis=-1)
     g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", 1, [2, 3])], [helper.make_tensor_value_info("y", 7, [2, 1])])

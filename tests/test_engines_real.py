@@ -13,11 +13,11 @@ import os
 
 import pytest
 
-from ofuzz.engines.envs import python_for
-from ofuzz.engines.registry import resolve
-from ofuzz.generate import single_block_model
-from ofuzz.judging import Policy, judge_model
-from ofuzz.runner import EnginePool
+from ofuzz.exec.engines.envs import python_for
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.gen.generate import single_block_model
+from ofuzz.judge.judging import Policy, judge_model
+from ofuzz.exec.runner import EnginePool
 
 ENGINES = ["onnxruntime", "tensorflow", "mnn", "reference"]
 
@@ -82,7 +82,7 @@ def _judge_on(tmp_path, graph, engines: list[str], feeds: dict):
     import onnx
     from onnx import helper
 
-    from ofuzz.judging import Policy, judge_model
+    from ofuzz.judge.judging import Policy, judge_model
 
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     path = tmp_path / "m.onnx"
@@ -149,7 +149,7 @@ def test_tensorflow_default_layout_mode_feeds_an_input_whose_layouts_look_alike(
     import numpy as np
     from onnx import helper, numpy_helper
 
-    from ofuzz.reduce import _layout_ambiguous
+    from ofuzz.triage.reduce import _layout_ambiguous
 
     w = numpy_helper.from_array(np.random.default_rng(0).uniform(-1, 1, (3, 2, 1, 1)).astype(np.float32), "w")
     g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="n0_Conv")], "g",
@@ -186,7 +186,7 @@ def test_mnn_flushing_nan_is_nan_policy_but_its_exp_clamp_stays_a_bug(tmp_path):
     (undefined), not a bug. Its Exp clamping +Inf to 6e37 is a wrong number for a defined input: still a bug."""
     import numpy as np
 
-    from ofuzz.judging import BUG, UNDEFINED
+    from ofuzz.judge.judging import BUG, UNDEFINED
 
     x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(2, 3, 4)
     x[0, 1, 2] = np.nan
@@ -205,7 +205,7 @@ def test_onnx2tf_fake_quant_quantize_linear_is_a_capability_gap(tmp_path):
     import numpy as np
     from onnx import numpy_helper
 
-    from ofuzz.judging import UNSUPPORTED
+    from ofuzz.judge.judging import UNSUPPORTED
 
     inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"), numpy_helper.from_array(np.array(128, np.uint8), "z")]
     g = _one_node("QuantizeLinear", [1, 3, 4, 4], 2, inits)
@@ -223,7 +223,7 @@ def test_the_users_mode_second_opinion_reads_a_square_output_either_way(tmp_path
     import onnx
     from onnx import helper, numpy_helper
 
-    from ofuzz.second_opinion import SecondOpinions
+    from ofuzz.triage.second_opinion import SecondOpinions
 
     rng = np.random.default_rng(3)
     params = [numpy_helper.from_array(v.astype(np.float32), n) for n, v in
@@ -258,8 +258,8 @@ def test_tensorflow_names_the_node_a_run_time_failure_happened_in(tmp_path):
     import onnx
     from onnx import helper
 
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import export
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import export
 
     side = [helper.make_node("Sin", ["y"], ["s0"], name="n10_Sin")]  # bystanders the cone drops
     side += [helper.make_node("Cos", [f"s{i}"], [f"s{i + 1}"], name=f"n{11 + i}_Cos") for i in range(5)]
@@ -305,7 +305,7 @@ def test_a_division_by_a_subnormal_that_tensorflow_flushes_is_not_a_bug(tmp_path
     import numpy as np
     from onnx import helper
 
-    from ofuzz.judging import UNDEFINED
+    from ofuzz.judge.judging import UNDEFINED
 
     g = helper.make_graph([helper.make_node("Div", ["a", "b"], ["y"], name="n0_Div")], "g",
                           [helper.make_tensor_value_info("a", 1, [4]), helper.make_tensor_value_info("b", 1, [4])],

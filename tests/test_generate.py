@@ -11,8 +11,8 @@ import onnxruntime as ort
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ofuzz.generate import GenerateOptions, generate_one
-from ofuzz.npz import npz_bytes
+from ofuzz.gen.generate import GenerateOptions, generate_one
+from ofuzz.core.npz import npz_bytes
 
 ort.set_default_logger_severity(3)
 

@@ -4,7 +4,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from ofuzz.graphs import rn_dag, ws_dag
+from ofuzz.gen.graphs import rn_dag, ws_dag
 
 
 @pytest.mark.parametrize("n,k", [(10, 2), (10, 4), (15, 6), (30, 4)])

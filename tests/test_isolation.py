@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ofuzz.engines.client import Worker
-from ofuzz.engines.envs import python_for
-from ofuzz.engines.registry import resolve
-from ofuzz.judging import judge_model
-from ofuzz.runner import EnginePool
+from ofuzz.exec.engines.client import Worker
+from ofuzz.exec.engines.envs import python_for
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.judge.judging import judge_model
+from ofuzz.exec.runner import EnginePool
 from tests.helpers import chain_model, inputs_for, single_op_model
 
 import onnx
@@ -34,7 +34,7 @@ def double(tmp_path_factory):
     ("Cosh", "prepare", "exception", "RuntimeError"),
 ])
 def test_each_fault_is_classified_and_the_worker_recovers(double, tmp_path, op, stage, kind, detail):
-    from ofuzz.npz import npz_bytes
+    from ofuzz.core.npz import npz_bytes
 
     x = tmp_path / "x.npz"
     x.write_bytes(npz_bytes(inputs_for()))
@@ -57,8 +57,8 @@ def test_a_campaign_step_limit_is_marked_so_the_export_re_judges_it(tmp_path):
     the export re-judges every such model with the engine's full timeout (onnx2tf: 20-90 s conversions)."""
     import dataclasses
 
-    from ofuzz.engines.client import STEP_LIMIT
-    from ofuzz.npz import npz_bytes
+    from ofuzz.exec.engines.client import STEP_LIMIT
+    from ofuzz.core.npz import npz_bytes
 
     spec = resolve(["testdouble-slow"])[0]  # sleeps 0.25 s per run
     assert spec.for_campaign() is spec  # no campaign limit: the spec as it is
@@ -79,7 +79,7 @@ def test_a_campaign_step_limit_is_marked_so_the_export_re_judges_it(tmp_path):
 
 
 def test_restarts_are_counted(double, tmp_path):
-    from ofuzz.npz import npz_bytes
+    from ofuzz.core.npz import npz_bytes
 
     x = tmp_path / "x.npz"
     x.write_bytes(npz_bytes(inputs_for()))
@@ -139,7 +139,7 @@ def test_a_tainted_native_worker_is_replaced_after_an_error(tmp_path, fresh, cle
 
 
 def test_mnn_engines_are_flagged_fresh_after_error():
-    from ofuzz.engines.registry import builtin_engines
+    from ofuzz.exec.engines.registry import builtin_engines
 
     specs = builtin_engines()
     for name in ("mnn", "mnn-arm:n1", "mnn-arm:a53"):
@@ -154,7 +154,7 @@ def test_a_hang_waits_on_no_run_queue_and_a_starved_step_does():
     import sys
     import time
 
-    from ofuzz.engines.client import _runqueue_wait
+    from ofuzz.exec.engines.client import _runqueue_wait
 
     busy = "import time\nt = time.time()\nwhile time.time() - t < 3: pass"
     crowd = [subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", busy]) for _ in range(4)]
@@ -172,7 +172,7 @@ def test_a_hang_waits_on_no_run_queue_and_a_starved_step_does():
 
 
 def test_the_test_doubles_hang_is_not_starved(double, tmp_path):
-    from ofuzz.npz import npz_bytes
+    from ofuzz.core.npz import npz_bytes
 
     x = tmp_path / "x.npz"
     x.write_bytes(npz_bytes(inputs_for()))

@@ -1,5 +1,5 @@
-"""The package's layers point one way: no import cycle inside ofuzz/, and the engine layer and the oracle never reach
-the generator (corpus → generator → solver → emitter → engines → oracle → triage → store → report)."""
+"""The package's layers point one way: no import cycle inside ofuzz/, each stage package imports only the stages below
+it (core → gen → exec → judge → store → triage → campaign → cli), and nothing imports the CLI."""
 from __future__ import annotations
 
 import ast
@@ -10,7 +10,10 @@ import networkx as nx
 import ofuzz
 
 ROOT = Path(ofuzz.__file__).parent
-GENERATOR = {"ofuzz.generate", "ofuzz.genome", "ofuzz.graphs", "ofuzz.mutations", "ofuzz.chooser", "ofuzz.solver"}
+GENERATOR = {"ofuzz.gen"}
+# The stage packages, lowest first: a module may import its own package and the packages before it, never one after.
+# The store sits below triage because triage writes its records through it; the campaign package orchestrates all.
+LAYERS = ["core", "gen", "exec", "judge", "store", "triage", "campaign", "cli"]
 
 
 def module_name(path: Path) -> str:
@@ -46,12 +49,34 @@ def test_no_import_cycle_inside_ofuzz():
 
 def test_engine_layer_and_oracle_never_reach_the_generator():
     g = import_graph()
-    for start in [n for n in g if n.startswith("ofuzz.engines")] + ["ofuzz.oracle", "ofuzz.runner", "ofuzz.compare"]:
+    for start in [n for n in g if n.startswith(("ofuzz.exec", "ofuzz.judge"))]:
         reached = nx.descendants(g, start)
         bad = {r for r in reached if any(r == m or r.startswith(m + ".") for m in GENERATOR)}
         assert not bad, f"{start} reaches the generator through {sorted(bad)}"
 
 
+def layer_of(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def test_every_module_lives_in_a_stage_package():
+    loose = [n for n in import_graph() if n != "ofuzz" and layer_of(n) is None]
+    assert not loose, f"modules outside the stage packages {LAYERS}: {loose}"
+
+
+def test_stage_packages_import_only_the_stages_below_them():
+    g = import_graph()
+    upward = [(a, b) for a, b in g.edges if layer_of(a) is not None and layer_of(b) is not None and layer_of(b) > layer_of(a)]
+    assert not upward, "imports against the data flow: " + "; ".join(f"{a} → {b}" for a, b in upward)
+
+
+def test_nothing_imports_the_cli():
+    g = import_graph()
+    callers = [a for a, b in g.edges if b.startswith("ofuzz.cli") and not a.startswith("ofuzz.cli")]
+    assert not callers, f"the CLI is a leaf: {callers} import it"
+
+
 def test_graph_sees_the_modules():
     g = import_graph()
-    assert "ofuzz.solver.rules" in g and g.has_edge("ofuzz.campaign", "ofuzz.store")
+    assert "ofuzz.gen.solver.rules" in g and g.has_edge("ofuzz.campaign.loop", "ofuzz.store.campaign_store")

@@ -9,11 +9,11 @@ import os
 
 import pytest
 
-from ofuzz.engines.envs import python_for
-from ofuzz.engines.registry import resolve
-from ofuzz.generate import single_block_model
-from ofuzz.judging import judge_model
-from ofuzz.runner import EnginePool
+from ofuzz.exec.engines.envs import python_for
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.gen.generate import single_block_model
+from ofuzz.judge.judging import judge_model
+from ofuzz.exec.runner import EnginePool
 
 ARM = ["mnn-arm:n1", "mnn-arm:a53"]
 BLOCKS = ["Conv", "DepthwiseConv", "MaxPool", "AveragePool", "BatchNormalization", "SpaceToBatchND", "ResizeBilinear", "Sigmoid", "Conv+BiasAdd+Relu"]

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from ofuzz.genome import Genome, assign_blocks, new_gene
-from ofuzz.graphs import rn_dag, ws_dag
-from ofuzz.mutations import bna, bnr, gea, ger, pm, select_mutations, tsm
+from ofuzz.gen.genome import Genome, assign_blocks, new_gene
+from ofuzz.gen.graphs import rn_dag, ws_dag
+from ofuzz.gen.mutations import bna, bnr, gea, ger, pm, select_mutations, tsm
 
 
 @pytest.mark.parametrize("r", [0.0, 0.1, 0.2])

@@ -1,4 +1,4 @@
-"""Noise classes (noise/*.yaml through ofuzz/noise.py): capability gaps, spec-undefined results,
+"""Noise classes (noise/*.yaml through ofuzz/judge/noise.py): capability gaps, spec-undefined results,
 reference-evaluator gaps, and the loader's one-line errors.
 
 The messages below are verbatim from real engine runs through ofuzz's workers (single-op models,
@@ -15,7 +15,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from ofuzz.noise import Gap, NoiseError, load_noise, noise_dir
+from ofuzz.judge.noise import Gap, NoiseError, load_noise, noise_dir
 
 MNN_LOG = ("\nThe device supports: i8sdot:0, fp16:0, i8mm: 0, sve2: 0, sme2: 0\nStart to Convert Other Model Format To MNN Model..., "
            "target version: 3.6\n[07:16:17] :46: ONNX Model ir version: 8\n[07:16:17] :47: ONNX Model opset version: 17\n"
@@ -457,7 +457,7 @@ def test_colour_codes_are_removed_before_matching(tmp_path):
 
 
 def test_noise_imports_no_engine_library():
-    code = "import sys, ofuzz.noise; bad = {'onnxruntime', 'MNN', 'tensorflow', 'onnx2tf'} & set(sys.modules); assert not bad, bad"
+    code = "import sys, ofuzz.judge.noise; bad = {'onnxruntime', 'MNN', 'tensorflow', 'onnx2tf'} & set(sys.modules); assert not bad, bad"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
 
 
@@ -560,7 +560,7 @@ def test_a_family_can_hold_only_for_integer_inputs(nc, tmp_path):
 
 
 def test_a_family_attr_not_must_map_names_to_numbers(tmp_path):
-    from ofuzz.noise import NoiseError, load_noise
+    from ofuzz.judge.noise import NoiseError, load_noise
 
     bad = tmp_path / "families.yaml"
     bad.write_text("families:\n  - {name: f, engines: [mnn], ops: [MaxPool, AveragePool], why: w, attr_not: [dilations]}\n")
@@ -646,7 +646,7 @@ def test_a_subnormal_operand_is_the_platforms_choice_not_a_defect(nc):
 
 def test_upstream_unknown_shape_rules_name_their_engines(tmp_path):
     """The shipped rule covers onnx2tf's three engines and no other; an entry without engines is refused by name."""
-    from ofuzz.noise import NoiseError, load_noise
+    from ofuzz.judge.noise import NoiseError, load_noise
 
     nc = load_noise()
     assert nc.unknown_shape("tensorflow-nhwc").name == "onnx2tf-unknown-shape-operand" and nc.unknown_shape("tflite") is not None

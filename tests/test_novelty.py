@@ -1,4 +1,4 @@
-"""Picking the most novel of several candidate models (ofuzz.novelty) and the bandit's online root-cause stand-in."""
+"""Picking the most novel of several candidate models (ofuzz.gen.novelty) and the bandit's online root-cause stand-in."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,13 +7,13 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ofuzz.campaign import Campaign, CampaignOptions, rootish
-from ofuzz.corpus import load_corpus
-from ofuzz.engines.registry import resolve
-from ofuzz.fine_coverage import fine_keys
-from ofuzz.generate import GenerateOptions, generate_one
-from ofuzz.novelty import most_novel, score
-from ofuzz.steering import Steering
+from ofuzz.campaign.loop import Campaign, CampaignOptions, rootish
+from ofuzz.gen.corpus import load_corpus
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.gen.fine_coverage import fine_keys
+from ofuzz.gen.generate import GenerateOptions, generate_one
+from ofuzz.gen.novelty import most_novel, score
+from ofuzz.gen.steering import Steering
 from tests.helpers import compared_share
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto, helper
 
-from ofuzz import onnx_guard
+from ofuzz.core import onnx_guard
 
 ABORTS = Path(__file__).parent / "data" / "onnx_checker_abort.onnx"  # a reduction candidate (attributes dropped)
 

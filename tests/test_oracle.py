@@ -3,9 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ofuzz.engines.client import Outcome
-from ofuzz.oracle import DCF, DCP, IF, MCF, compare_tensor, judge_outcomes, triangulate
-from ofuzz.signature import failing_op, normalise, signature
+from ofuzz.exec.engines.client import Outcome
+from ofuzz.judge.oracle import DCF, DCP, IF, MCF, compare_tensor, judge_outcomes, triangulate
+from ofuzz.judge.signature import failing_op, normalise, signature
 
 
 def test_identical_and_tiny_errors_pass():
@@ -120,7 +120,7 @@ def test_signature_normalises_addresses_paths_numbers_and_names():
 
 
 def test_engine_variants_vote_as_one_family():
-    from ofuzz.engines.registry import builtin_engines
+    from ofuzz.exec.engines.registry import builtin_engines
 
     fams = {n: s.family_name for n, s in builtin_engines().items()}  # as the engine.yaml files declare them
     assert fams["mnn-arm:n1"] == fams["mnn-arm:a53"] == fams["mnn"] and fams["onnxruntime-noopt"] == fams["onnxruntime"]
@@ -217,8 +217,8 @@ def test_expected_outputs_come_from_onnxruntime_before_another_majority_member()
     majority, and the alphabetically first (mnn) became the repro's expected output (hand triage 7)."""
     import numpy as np
 
-    from ofuzz.engines.client import Outcome
-    from ofuzz.oracle import judge_outcomes
+    from ofuzz.exec.engines.client import Outcome
+    from ofuzz.judge.oracle import judge_outcomes
 
     ok = lambda y: (Outcome("prepare", "ok"), Outcome("run", "ok", outputs={"y": np.array(y, np.float32)}))  # noqa: E731
     v = judge_outcomes({"mnn": ok([1e-14, 1.0]), "onnxruntime": ok([0.0, 1.0]), "tensorflow": ok([5.0, 1.0])}, ["y"])

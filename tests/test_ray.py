@@ -81,7 +81,7 @@ def test_actor_killed_mid_campaign_loses_nothing_and_matches_a_local_run(tmp_pat
 
 
 def test_without_ray_installed_the_option_says_how_to_install(tmp_path, monkeypatch):
-    from ofuzz import distributed
+    from ofuzz.campaign import distributed
 
     monkeypatch.setitem(sys.modules, "ray", None)  # what an environment without the extra sees
     with pytest.raises(distributed.DistributedError, match=r"pip install 'ofuzz\[ray\]'"):

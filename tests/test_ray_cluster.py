@@ -78,7 +78,7 @@ def cluster(tmp_path_factory):
 def test_a_driver_without_the_clusters_token_gets_one_line_naming_the_fix(cluster):
     """Runs first: the next test kills a node of the (module-wide) cluster."""
     address, env, _ = cluster
-    probe = "from ofuzz import distributed\ntry:\n    distributed.connect(%r)\nexcept distributed.DistributedError as e:\n    print(e)"
+    probe = "from ofuzz.campaign import distributed\ntry:\n    distributed.connect(%r)\nexcept distributed.DistributedError as e:\n    print(e)"
     r = subprocess.run([sys.executable, "-c", probe % address], capture_output=True, text=True, timeout=180,
                        env={**env, "RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": ""})
     assert "RAY_AUTH_MODE=token" in r.stdout and len(r.stdout.strip().splitlines()) == 1, (r.stdout, r.stderr[-1500:])

@@ -9,10 +9,10 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ofuzz.engines.registry import resolve
-from ofuzz.reduce import Target, reduce_model
-from ofuzz.triage import export
-from ofuzz.runner import EnginePool
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.triage.reduce import Target, reduce_model
+from ofuzz.triage.pipeline import export
+from ofuzz.exec.runner import EnginePool
 
 F = onnx.TensorProto.FLOAT
 
@@ -76,7 +76,7 @@ def test_candidates_breaking_spec_rules_the_checker_misses_are_rejected():
     """Dropping `strides` leaves output_padding >= stride; dropping Mod's fmod=1 on floats: both pass onnx's checker."""
     from onnx import helper
 
-    from ofuzz.reduce import _well_formed
+    from ofuzz.triage.reduce import _well_formed
 
     def model(node, a=(1, 2, 4, 4), b=(2, 2, 3, 3)):
         g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, list(a)), helper.make_tensor_value_info("w", 1, list(b))],
@@ -94,7 +94,7 @@ def test_bypass_wires_a_middle_node_out_of_the_chain():
     that still holds Sinh (the pass's own logic under test, not the engines)."""
     from onnx import helper
 
-    from ofuzz.reduce import bypass_nodes
+    from ofuzz.triage.reduce import bypass_nodes
 
     nodes = [helper.make_node("Abs", ["x"], ["a"], name="n0"), helper.make_node("Neg", ["a"], ["b"], name="n1"),
              helper.make_node("Sinh", ["b"], ["y"], name="n2")]
@@ -120,7 +120,7 @@ def test_bypass_wires_a_middle_node_out_of_the_chain():
 def test_a_divergence_is_reduced_only_into_the_same_kind_of_divergence():
     """Hand triage 13: an unlocalised `value` divergence of MNN (16 nodes) was reduced to a 1-D Conv whose output has the
     wrong rank, another defect. The target keeps the category; `?` still stands for any operator."""
-    from ofuzz.judging import Finding
+    from ofuzz.judge.judging import Finding
 
     def dcf(category: str, op: str) -> Finding:
         return Finding("mnn", "DCF", f"mnn|DCF|{category}|{op}", None if op == "?" else op, "", True)
@@ -140,7 +140,7 @@ def test_a_cut_does_not_hand_a_layout_reading_engine_an_input_whose_layouts_look
     reducer accepts every well-formed candidate (the cut's own rule under test, not the engines)."""
     from onnx import helper
 
-    from ofuzz.reduce import _sub
+    from ofuzz.triage.reduce import _sub
 
     nodes = [helper.make_node("GlobalMaxPool", ["x"], ["p"], name="n0"), helper.make_node("Relu", ["p"], ["y"], name="n1")]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, [1, 1, 3, 4])],
@@ -169,7 +169,7 @@ def test_a_cut_does_not_hand_a_layout_reading_engine_an_input_whose_layouts_look
 
 
 def test_only_onnx2tf_default_mode_reads_layouts_off_shapes():
-    from ofuzz.engines.registry import builtin_engines
+    from ofuzz.exec.engines.registry import builtin_engines
 
     specs = builtin_engines()
     assert specs["tensorflow-nhwc"].layout_from_shape

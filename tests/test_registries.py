@@ -5,10 +5,10 @@ import inspect
 import re
 from pathlib import Path
 
-from ofuzz.solver.rules import RULES
+from ofuzz.gen.solver.rules import RULES
 
 README = Path(__file__).resolve().parents[1] / "opsets" / "README.md"
-BEGIN, END = "<!-- rules: generated from ofuzz/solver/registry.py; tests/test_registries.py checks it -->", "<!-- end of rules -->"
+BEGIN, END = "<!-- rules: generated from ofuzz/gen/solver/registry.py; tests/test_registries.py checks it -->", "<!-- end of rules -->"
 
 
 def rules_table() -> str:
@@ -53,8 +53,8 @@ def test_every_builtin_adapter_has_the_protocols_methods():
     """Checked on the source (the adapters import engine libraries that the core environment does not have)."""
     import ast
 
-    from ofuzz.engines.adapter import METHODS, EngineAdapter
-    from ofuzz.engines.registry import builtin_engines
+    from ofuzz.exec.engines.adapter import METHODS, EngineAdapter
+    from ofuzz.exec.engines.registry import builtin_engines
 
     want = {m: [a.arg for a in ast.parse(inspect.getsource(getattr(EngineAdapter, m)).strip()).body[0].args.args] for m in METHODS}
     for name, spec in builtin_engines().items():

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from junitparser import JUnitXml
 
-from ofuzz import replay as rp
-from ofuzz.engines.registry import resolve
-from ofuzz.runner import EnginePool
-from ofuzz.triage import export
+from ofuzz.campaign import replay as rp
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.exec.runner import EnginePool
+from ofuzz.triage.pipeline import export
 from tests.test_reduce import two_fault_model
 
 import onnx
@@ -103,7 +103,7 @@ def test_cli_exit_status_json_and_junit(neg_repro, tmp_path):
 
 
 def test_known_bugs_store_keeps_the_repros_it_replays(neg_repro, tmp_path):
-    from ofuzz.known import KnownBugs
+    from ofuzz.store.known import KnownBugs
 
     store = tmp_path / "known.sqlite"
     k = KnownBugs(store)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ofuzz.engines.registry import resolve
-from ofuzz.repro_check import check_repro, close_runners
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.triage.repro_check import check_repro, close_runners
 
 SCRIPTS = {
     "reproduces": "import sys\nsys.exit(1)\n",

@@ -5,9 +5,9 @@ import onnx
 import pytest
 from onnx import helper
 
-from ofuzz.solver.builder import Builder, SolverError
-from ofuzz.solver.rules_spatial import _window
-from ofuzz.values import ValuePolicy
+from ofuzz.gen.solver.builder import Builder, SolverError
+from ofuzz.gen.solver.rules_spatial import _window
+from ofuzz.gen.values import ValuePolicy
 
 
 def out_size(i: int, k: int, s: int, d: int, pb: int, pe: int) -> int:
@@ -77,7 +77,7 @@ def test_spatial_attributes_at_their_defaults_can_be_left_out(omit):
     left out; others stay; and the model is still the same computation (onnxruntime gives the same result)."""
     import onnxruntime as ort
 
-    from ofuzz.solver.rules_spatial import _spatial
+    from ofuzz.gen.solver.rules_spatial import _spatial
 
     b = Builder(np.random.default_rng(0), ValuePolicy(), 17, 1 << 20)
     x = b.add_input((1, 2, 6, 6))

@@ -6,10 +6,10 @@ import sqlite3
 
 import numpy as np
 
-from ofuzz.campaign import Campaign, CampaignOptions
-from ofuzz.corpus import load_corpus
-from ofuzz.engines.registry import resolve
-from ofuzz.steering import Steering
+from ofuzz.campaign.loop import Campaign, CampaignOptions
+from ofuzz.gen.corpus import load_corpus
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.gen.steering import Steering
 from tests.helpers import compared_share
 
 

@@ -14,13 +14,13 @@ import onnx
 import pytest
 from onnx import helper
 
-from ofuzz.engines.registry import resolve
-from ofuzz.judging import UNSUPPORTED, Policy, judge_model
-from ofuzz.known import KnownBugs, KnownError
-from ofuzz.reduce import Target, reduce_model
-from ofuzz.rootcause import RootKey, coarsen, key_of, value_traits
-from ofuzz.runner import EnginePool
-from ofuzz.store import Store
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.judge.judging import UNSUPPORTED, Policy, judge_model
+from ofuzz.store.known import KnownBugs, KnownError
+from ofuzz.triage.reduce import Target, reduce_model
+from ofuzz.triage.rootcause import RootKey, coarsen, key_of, value_traits
+from ofuzz.exec.runner import EnginePool
+from ofuzz.store.campaign_store import Store
 
 F = onnx.TensorProto.FLOAT
 
@@ -161,7 +161,7 @@ def test_cli_gives_one_line_errors_for_a_corrupt_store_or_known_file(tmp_path):
 
 
 def test_an_unreduced_failure_is_keyed_by_its_message_not_its_bystander_operators():
-    from ofuzz.rootcause import coarsen
+    from ofuzz.triage.rootcause import coarsen
 
     a = RootKey("tensorflow", "MCF", "exception:ValueError", ("Abs", "Concat", "Max", "Pad", "Slice"), ("Concat.axis",), ())
     b = RootKey("tensorflow", "MCF", "exception:ValueError", ("Conv", "Max", "Mean", "Relu"), (), ())
@@ -179,7 +179,7 @@ def test_an_unreduced_failure_is_keyed_by_its_message_not_its_bystander_operator
 
 def test_a_crash_is_keyed_by_where_it_happens_not_how_it_looked():
     """MNN's LSTM converter crashes with SIGSEGV, SIGABRT or bad_alloc after different log lines on one defect."""
-    from ofuzz.rootcause import coarsen
+    from ofuzz.triage.rootcause import coarsen
 
     a = coarsen(RootKey("mnn", "MCF", "crash:SIGSEGV", ("LSTM",), ("LSTM.hidden_size",), ()), 1, "after line 12")
     b = coarsen(RootKey("mnn", "MCF", "crash:SIGABRT", ("LSTM",), ("LSTM.direction=bidirectional",), ()), 1, "after line 40")
@@ -193,7 +193,7 @@ def test_a_defect_seen_through_different_consumers_is_one_root_cause(tmp_path):
     """The test double fails conversion at whatever consumes a Relu's output (a layout handed on wrongly, as onnx2tf does
     with a dynamic Expand): Relu→Add and Relu→Mul fail with different messages at different operators, and each
     consumer runs alone, so both are one root cause keyed by the Relu, not by its witnesses."""
-    from ofuzz.triage import cluster, export
+    from ofuzz.triage.pipeline import cluster, export
 
     specs = [double("testdouble", {"Relu": "prepare:handoff"}), *resolve(["onnxruntime", "reference"])]
     by_name = {s.name: s for s in specs}
@@ -212,7 +212,7 @@ def test_a_defect_seen_through_different_consumers_is_one_root_cause(tmp_path):
             assert f.status == "MCF" and consumer in f.signature
             row = {"engine": "testdouble", "status": "MCF", "signature": f.signature, "op": f.op, "summary": f.summary,
                    "first_idx": len(rows), "first_model": path.name, "count": 1}
-            from ofuzz.signature import finding_id
+            from ofuzz.judge.signature import finding_id
 
             export(by_name, row, path, feeds, tmp_path / "c" / "repros" / finding_id(f.signature), reduce_budget=60, pool=pool,
                    policy=Policy.default())
@@ -226,8 +226,8 @@ def test_a_failure_the_engine_names_a_node_for_is_keyed_and_reduced_there(tmp_pa
     """The test double fails converting a Relu fed by another node, with a message that names no operator, and names
     the node on the exception (as the TensorFlow adapter does from onnx2tf's frames): the signature names Relu, the
     reducer cuts to the Relu's cone in one check (the Relu alone, fed a constant, converts)."""
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import export
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import export
 
     specs = [double("testdouble", {"Relu": "prepare:named"}), *resolve(["onnxruntime", "reference"])]
     by_name = {s.name: s for s in specs}
@@ -260,7 +260,7 @@ def test_a_failure_in_a_named_operator_is_one_root_cause_whatever_else_its_repro
     """Pow failing the same way behind a BatchNormalization (2 nodes) and in a repro the budget left at 7 nodes: one
     root cause keyed by Pow and its modes (hand triage #5 counted such pairs as duplicates); without a named operator
     the keys stay as they were (operators when well reduced, the message otherwise)."""
-    from ofuzz.rootcause import coarsen
+    from ofuzz.triage.rootcause import coarsen
 
     msg = 'Exception encountered when calling layer "tf.math.pow" (type TFOpLambda).'
     small = RootKey("tensorflow", "MCF", "exception:ValueError", ("BatchNormalization", "Pow"), ("BatchNormalization.epsilon",), ("negative",))
@@ -273,7 +273,7 @@ def test_a_failure_in_a_named_operator_is_one_root_cause_whatever_else_its_repro
 
 
 def test_upstream_failures_collapse_onto_the_smallest_upstream_culprit_only():
-    from ofuzz.triage import absorb_supersets
+    from ofuzz.triage.pipeline import absorb_supersets
 
     def rc(rid: str, failure: str, ops: list[str], status: str = "IF") -> dict:
         return {"id": rid, "engine": "tensorflow", "key": {"status": status, "failure": failure, "ops": ops}, "signatures": [rid + "-sig"],
@@ -292,9 +292,9 @@ def test_a_further_model_that_did_not_reduce_joins_its_signatures_root_cause(tmp
     says nothing new (its key would be the message alone) and must not become a root cause of its own."""
     import json
 
-    from ofuzz.rootcause import RootKey
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import cluster
+    from ofuzz.triage.rootcause import RootKey
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import cluster
 
     sig = "tensorflow|MCF|exception|SystemExit|GridSample|bicubic is not supported"
     fid = finding_id(sig)
@@ -314,8 +314,8 @@ def test_a_wrong_value_the_second_opinion_gets_right_is_mode_only(tmp_path):
     """An engine whose spec names a second opinion (as `tensorflow` names onnx2tf's default mode, `tensorflow-nhwc`):
     its reduced Neg divergence is `mode-only` when the second opinion runs the repro right, and stays a bug when the
     second opinion is wrong the same way; the second opinion never votes."""
-    from ofuzz.second_opinion import MODE_ONLY, SecondOpinions
-    from ofuzz.triage import triage_finding
+    from ofuzz.triage.second_opinion import MODE_ONLY, SecondOpinions
+    from ofuzz.triage.pipeline import triage_finding
 
     faulty = dataclasses.replace(double("testdouble", {"Neg": "run:wrong"}), second_opinion="other")
     specs = [faulty, *resolve(["onnxruntime", "reference"])]
@@ -346,8 +346,8 @@ def test_a_failure_of_both_modes_is_reduced_on_the_users_mode_alone(tmp_path):
     """The keep-shape engine fails only when its first mode (on Abs) and its fallback (on Neg) both fail, so a reducer
     on it keeps both operators (hand triage 6: four TensorFlow MCFs held two unrelated converter bugs). Its second
     opinion — the mode users run, failing on Neg alone — reduces the same failure to the one Neg node."""
-    from ofuzz.second_opinion import SecondOpinions
-    from ofuzz.triage import triage_finding
+    from ofuzz.triage.second_opinion import SecondOpinions
+    from ofuzz.triage.pipeline import triage_finding
 
     kat = dataclasses.replace(double("testdouble", {"Abs": "prepare:raise"}), second_opinion="other")
     kat = dataclasses.replace(kat, options={**kat.options, "fallback": {"Neg": "prepare:raise"}})
@@ -378,8 +378,8 @@ def test_a_hang_is_not_judged_again_in_the_users_mode(tmp_path):
     """A conversion that hangs is a defect in whichever mode it happens: judging it in the mode users run too cost a
     second engine timeout per hang (an onnx2tf hang held an export pool for three timeouts). The hang stays on the
     campaign's engine although the second opinion would hang the same way."""
-    from ofuzz.second_opinion import SecondOpinions
-    from ofuzz.triage import triage_finding
+    from ofuzz.triage.second_opinion import SecondOpinions
+    from ofuzz.triage.pipeline import triage_finding
 
     kat = dataclasses.replace(double("testdouble", {"Neg": "prepare:hang"}), second_opinion="other", timeout=2)
     specs = [kat, *resolve(["onnxruntime", "reference"])]
@@ -406,8 +406,8 @@ def test_a_crash_repro_says_reproduced_instead_of_dying(tmp_path):
     import subprocess
     import sys
 
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import export
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import export
 
     specs = [double("testdouble", {"Relu": "run:segfault"}), *resolve(["onnxruntime", "reference"])]
     path, feeds = relu_model(tmp_path)
@@ -435,8 +435,8 @@ def test_a_failure_is_reduced_when_the_engines_that_ran_the_model_disagree(tmp_p
     """The other engines split (no majority agrees), so nothing must agree, and the cheap pass once ran the failing
     engine alone, where a failure blames nobody: every candidate was refused (an onnxruntime QLinearAveragePool
     fusion failure stayed at 12 nodes, an onnx2tf Conv failure at 57). The engines that ran now vote in it."""
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import export
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import export
 
     specs = [double("testdouble", {"Relu": "prepare:named"}), *resolve(["onnxruntime"]), double("other", {"Neg": "run:wrong"})]
     nodes = [helper.make_node("Sin", ["x"], ["a"], name="n0_Sin"), helper.make_node("Neg", ["a"], ["b"], name="n1_Neg"),
@@ -465,8 +465,8 @@ def test_a_hang_repro_gives_up_on_the_engine_and_says_reproduced(tmp_path):
     import json
     import time
 
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import export
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import export
 
     specs = [dataclasses.replace(double("testdouble", {"Relu": "run:hang"}), timeout=2.0), *resolve(["onnxruntime", "reference"])]
     path, feeds = relu_model(tmp_path)
@@ -491,7 +491,7 @@ def test_a_hang_repro_gives_up_on_the_engine_and_says_reproduced(tmp_path):
 def test_a_failure_from_a_left_out_optional_input_is_one_root_cause_however_it_was_left_out():
     """onnx2tf's RNN handler fails with KeyError '' when B is named '' and with TypeError 'NoneType' when B is not
     given at all: one defect (no default for an omitted B), so one key; a B that is given keeps the message key."""
-    from ofuzz.rootcause import OMITTED, coarsen, omitted_input_key, omitted_optional_inputs
+    from ofuzz.triage.rootcause import OMITTED, coarsen, omitted_input_key, omitted_optional_inputs
 
     empty = helper.make_node("RNN", ["X", "W", "R", ""], ["Y"], hidden_size=3)
     absent = helper.make_node("RNN", ["X", "W", "R"], ["Y"], hidden_size=3)
@@ -508,8 +508,8 @@ def test_a_failure_from_a_left_out_optional_input_is_one_root_cause_however_it_w
 def test_the_cone_tries_the_failing_nodes_nearest_producers_first(tmp_path):
     """The test double fails converting a Relu fed by any node; behind it a chain of 6 ancestors. The failing node
     and its direct producer are tried before the whole cone: one check gives the 2-node repro, no ddmin over the chain."""
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import export
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import export
 
     specs = [double("testdouble", {"Relu": "prepare:named"}), *resolve(["onnxruntime", "reference"])]
     chain = [helper.make_node("Sin", ["x"], ["c0"], name="n0_Sin")]
@@ -537,7 +537,7 @@ def test_the_cone_tries_the_failing_nodes_nearest_producers_first(tmp_path):
 def test_a_failure_message_keys_by_its_first_sentence():
     """Keras's LSTM complaint prints the state spec it received after its first sentence: two onnx2tf LSTM repros of
     one defect came back as two root causes (20-minute campaign, 2026-11-24); the first sentence is the key."""
-    from ofuzz.rootcause import coarsen
+    from ofuzz.triage.rootcause import coarsen
 
     k = RootKey("tensorflow-nhwc", "MCF", "exception:ValueError", ("LSTM",), (), ())
     msg = "An `initial_state` was passed that is not compatible with `cell.state_size`. Received `state_spec`="
@@ -563,7 +563,7 @@ def test_the_keras_layer_a_handler_failed_in_is_not_part_of_the_key():
 def test_a_consumers_failure_joins_the_one_upstream_root_cause_its_repro_holds():
     """onnx2tf's ConstantOfShape layout defect came back as `upstream ConstantOfShape` and as ConstantOfShape+GatherElements
     raising InvalidArgumentError (hand triage 7): one root cause. Two upstream candidates, or a crash: left alone."""
-    from ofuzz.triage import absorb_consumers_of_upstream
+    from ofuzz.triage.pipeline import absorb_consumers_of_upstream
 
     def root(rid, failure, ops, held=(), status="IF"):
         return {"id": rid, "engine": "tensorflow", "key": {"status": status, "failure": failure, "ops": list(ops)}, "held": set(held or ops),
@@ -581,7 +581,7 @@ def test_a_consumers_failure_joins_the_one_upstream_root_cause_its_repro_holds()
 def test_an_upstream_failure_joins_the_wrong_shape_of_its_producer():
     """MNN ignoring MaxPool's dilations: `DCF shape MaxPool` and `IF upstream MaxPool` (a consumer failed on the wrong
     shape) are one root cause (hand triage 7); a wrong value of the same operator does not take it."""
-    from ofuzz.triage import absorb_upstream_into_wrong_shape
+    from ofuzz.triage.pipeline import absorb_upstream_into_wrong_shape
 
     def root(rid, status, failure, ops):
         return {"id": rid, "engine": "mnn", "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops),
@@ -604,7 +604,7 @@ def test_an_upstream_failure_joins_its_operator_failing_alone_under_one_signatur
     """Hand triage 13: the reference's Pad on negative pads was `IF upstream Pad` in the signature's first model (the
     reducer kept a consumer) and `IF exception:ValueError Pad` in its further model: one signature, one root cause. The
     same operator failing alone under another signature, or another operator, stays apart."""
-    from ofuzz.triage import absorb_upstream_into_its_signature
+    from ofuzz.triage.pipeline import absorb_upstream_into_its_signature
 
     def root(rid, failure, ops, sigs):
         return {"id": rid, "engine": "reference", "key": {"status": "IF", "failure": failure, "ops": ops}, "held": set(ops),
@@ -622,7 +622,7 @@ def test_an_upstream_failure_in_the_users_mode_joins_the_wrong_shape_of_the_othe
     """onnx2tf's Shape ignoring a lone `start` (hand triage 8): `DCF shape Shape` in keep-shape mode, and a conversion
     failure moved to the default mode (`tensorflow-nhwc`, converted as `tensorflow`) keyed `upstream Shape`: one handler,
     one root cause. Another converter's upstream Shape is not taken."""
-    from ofuzz.triage import absorb_upstream_into_wrong_shape
+    from ofuzz.triage.pipeline import absorb_upstream_into_wrong_shape
 
     def root(rid, engine, status, failure, ops, converted_as=None):
         r = {"id": rid, "engine": engine, "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops),
@@ -640,8 +640,8 @@ def test_one_shown_trigger_of_one_converter_is_one_root_cause_whatever_the_failu
     """Seed 76: MNN's pools without strides crash, and on some shapes report a shape error instead; keyed by the
     omitted attribute, the crash and the error are one root cause with the crash's severity. Another attribute or
     another engine stays apart."""
-    from ofuzz.rootcause import OMITTED_DEFAULT, SPELLED_OUT
-    from ofuzz.triage import absorb_shown_triggers
+    from ofuzz.triage.rootcause import OMITTED_DEFAULT, SPELLED_OUT
+    from ofuzz.triage.pipeline import absorb_shown_triggers
 
     def root(rid, engine, failure, attrs, severity, message=OMITTED_DEFAULT, status="IF", converted_as=None):
         return {"id": rid, "engine": engine, "severity": severity, "key": {"status": status, "failure": failure, "ops": [], "attrs": attrs,
@@ -667,7 +667,7 @@ def test_a_one_operator_failure_in_one_mode_joins_that_operator_s_root_in_the_ot
     """Hand triage 10: onnx2tf's OneHot.py:137 is `DCF shape OneHot` in keep-shape mode and a one-node ValueError in the
     default mode; its RoiAlign on a 1x1 map fails alone in keep-shape mode and as `upstream RoiAlign` in the default
     mode. Within one mode, in another converter, for a crash, or with two candidates, nothing joins."""
-    from ofuzz.triage import absorb_across_modes
+    from ofuzz.triage.pipeline import absorb_across_modes
 
     def root(rid, engine, status, failure, ops, nodes=1):
         conv = "tensorflow" if engine.startswith("tensorflow") else engine
@@ -692,7 +692,7 @@ def test_a_one_operator_failure_in_one_mode_joins_that_operator_s_root_in_the_ot
 def test_a_wrong_value_joins_the_wrong_shape_of_the_same_operator_and_attributes():
     """onnx2tf's Slice begin_mask with a negative step (hand triage 8): `DCF shape Slice` and `DCF value Slice`, one
     defect. Other attributes, another engine, or a NaN category keep them apart."""
-    from ofuzz.triage import absorb_wrong_values_into_wrong_shape
+    from ofuzz.triage.pipeline import absorb_wrong_values_into_wrong_shape
 
     def root(rid, failure, ops, attrs=(), engine="tensorflow"):
         return {"id": rid, "engine": engine, "key": {"status": "DCF", "failure": failure, "ops": ops, "attrs": list(attrs)}, "held": set(ops),
@@ -710,7 +710,7 @@ def test_a_one_node_refusal_joins_the_one_crash_of_that_operator():
     """MNN's 2-input Mean: "Create execution error" on equal shapes, SIGSEGV when they broadcast (hand triages 7 and 8):
     one lowering, one root cause, kept as the crash. Not across stages, not with two crashes to choose from, not for a
     repro of several nodes."""
-    from ofuzz.triage import absorb_refusal_into_crash
+    from ofuzz.triage.pipeline import absorb_refusal_into_crash
 
     def root(rid, status, failure, ops, nodes=1, engine="mnn"):
         return {"id": rid, "engine": engine, "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops), "nodes": nodes,
@@ -734,8 +734,8 @@ def test_a_crash_reached_through_a_spec_undefined_cast_is_undefined_not_a_bug(tm
     trap on. The test double crashes on Mod whatever the values: through a NaN cast that crash is `undefined`, through
     a finite cast it is a bug. (Not reduced here: cut to Mod alone, with INT64_MIN as its input, the repro is defined
     and the crash a defect; MNN's int64 inputs become int32, which is why its real repros kept the Cast.)"""
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import export
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import export
 
     i64 = onnx.TensorProto.INT64
     nodes = [helper.make_node("Cast", ["x"], ["c"], name="n0_Cast", to=i64), helper.make_node("Mod", ["c", "d"], ["z"], name="n1_Mod")]
@@ -771,7 +771,7 @@ def pool_model(tmp_path, op: str, consumer: str | None = None, **attrs) -> tuple
 
 
 def test_prose_defaults_are_written_out_only_where_omitted():
-    from ofuzz.prose_defaults import omitted, written_out
+    from ofuzz.core.prose_defaults import omitted, written_out
 
     m = onnx.load_from_string(helper.make_model(helper.make_graph(
         [helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2]), helper.make_node("MaxPool", ["y"], ["z"], kernel_shape=[2], strides=[2],
@@ -792,8 +792,8 @@ def test_mnn_pools_without_strides_are_one_root_cause_whatever_the_operator_and_
     five root causes (per operator and stage); written out at strides=1 each runs and matches, so they are one."""
     import json
 
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import cluster, export
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import cluster, export
 
     rows = []
     with started_pool(tmp_path, ["onnxruntime", "reference", "mnn"], "mnn") as (specs, pool):
@@ -816,8 +816,8 @@ def test_mnn_pools_without_strides_are_one_root_cause_whatever_the_operator_and_
 def test_a_repro_of_a_converter_that_calls_sys_exit_says_reproduced(tmp_path):
     """onnx2tf gives up on some models with sys.exit(1) (SystemExit): the shipped repro.py exited 1 without a word
     (hand triage 10, onnx2tf's DFT). It now says REPRODUCED and names the SystemExit, like any other conversion failure."""
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import export
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import export
 
     specs = [double("testdouble", {"Relu": "prepare:sysexit"}), *resolve(["onnxruntime", "reference"])]
     path, feeds = relu_model(tmp_path)
@@ -837,8 +837,8 @@ def test_a_finding_the_first_re_run_misses_gets_a_second_before_it_is_unconfirme
     for such an engine: its finding is confirmed by a second re-run, and says so."""
     import json
 
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import export
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import export
 
     specs = [double("testdouble", {"Relu": "run:flip"}), *resolve(["onnxruntime", "reference"])]
     path, feeds = relu_model(tmp_path)
@@ -866,7 +866,7 @@ def test_a_repro_s_headline_says_what_the_repro_shows_not_what_the_campaign_s_mo
     """Hand triage 10: a root cause whose repro is one ReduceLogSumExp was headed 'value mismatch on t9_GRU_1', the
     campaign model's output. The test double's Neg is wrong; the campaign saw it at the Sin after it, the repro is the
     Neg alone, and its headline names the Neg's output (the campaign's stays as campaign_summary)."""
-    from ofuzz.triage import triage_finding
+    from ofuzz.triage.pipeline import triage_finding
 
     specs = [double("testdouble", {"Neg": "run:wrong"}), *resolve(["onnxruntime", "reference"])]
     path = tmp_path / "m.onnx"
@@ -891,10 +891,10 @@ def test_a_wrong_result_that_explicit_pads_fix_is_keyed_by_the_auto_pad_shorthan
     import json
     import os
 
-    from ofuzz.prose_defaults import explicit_pads
-    from ofuzz.rootcause import SPELLED_OUT
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import cluster, export
+    from ofuzz.core.prose_defaults import explicit_pads
+    from ofuzz.triage.rootcause import SPELLED_OUT
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import cluster, export
 
     node = helper.make_node("AveragePool", ["x"], ["y"], name="n0_AveragePool", auto_pad="SAME_LOWER", kernel_shape=[5, 5], strides=[2, 2])
     assert explicit_pads(node, (1, 5), [5, 5]) == [2, 2, 2, 2]
@@ -922,7 +922,7 @@ def test_failures_at_one_source_line_of_a_converter_are_one_root_cause():
     """Seed 77: onnx2tf's ScatterElements.py:240 raised a ValueError in one repro and an InvalidArgumentError in
     another, and Div and Sub both failed in common_functions.py's explicit_broadcast: keyed by operator and message they
     were four root causes of two defects. Another line, another converter, or a crash stays apart."""
-    from ofuzz.triage import absorb_same_source_line
+    from ofuzz.triage.pipeline import absorb_same_source_line
 
     def root(rid, engine, where, failure="exception:ValueError", ops=("Div",), converted_as=None):
         return {"id": rid, "engine": engine, "severity": 5, "key": {"status": "MCF", "failure": failure, "ops": list(ops), "attrs": [],
@@ -951,7 +951,7 @@ def test_an_omitted_default_is_the_trigger_of_a_crash_that_writing_it_out_turns_
     the repro joins that root cause (it had stayed one of its own)."""
     import os
 
-    from ofuzz.triage import omitted_defaults_trigger
+    from ofuzz.triage.pipeline import omitted_defaults_trigger
 
     nodes = [helper.make_node("AveragePool", ["x"], ["p"], name="n0_AveragePool", kernel_shape=[2, 2]),
              helper.make_node("Mean", ["p", "p"], ["y"], name="n1_Mean")]
@@ -970,7 +970,7 @@ def test_a_sink_that_fails_alone_in_the_users_mode_is_not_a_witness(tmp_path):
     """Hand triage 11: onnx2tf's keep-shape mode feeds a cut-out sink in ONNX layout, so a ReverseSequence that
     mishandles channel-last inputs ran alone there and was taken for a witness of AveragePool (`upstream AveragePool`);
     alone in the default mode it fails. A sink is a witness only if it also runs in the users' mode."""
-    from ofuzz.witness import witnesses
+    from ofuzz.triage.witness import witnesses
 
     specs = [double("testdouble", {"Relu": "prepare:handoff"}), *resolve(["onnxruntime", "reference"])]
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="n0_Relu"), helper.make_node("Abs", ["x"], ["b"], name="n1_Abs"),
@@ -990,7 +990,7 @@ def test_a_sink_that_fails_alone_in_the_users_mode_is_not_a_witness(tmp_path):
 def test_a_run_time_failure_is_not_keyed_by_the_layer_it_surfaced_in():
     """A conversion failure is keyed by the operator it failed in; a run-time failure's layer (which the TensorFlow
     adapter now names, for the reducer's cut) is often only where a wrong shape met its consumer."""
-    from ofuzz.triage import keyed_failed_op
+    from ofuzz.triage.pipeline import keyed_failed_op
 
     assert keyed_failed_op({"status": "MCF", "failed_ops": ["Concat", "Pow"]}) == "Pow"
     assert keyed_failed_op({"status": "IF", "failed_ops": ["Min"]}) is None
@@ -1001,7 +1001,7 @@ def test_the_first_input_rank_of_a_one_node_repro_comes_from_its_graph_input_or_
     """Families limited by rank (MNN's 1-D Conv, noise/families.yaml) need the rank of the repro's first input."""
     from onnx import helper as h
 
-    from ofuzz.triage import _first_input_rank
+    from ofuzz.triage.pipeline import _first_input_rank
 
     w = onnx.numpy_helper.from_array(np.ones((3, 2, 1), np.float32), "w")
     conv = h.make_node("Conv", ["x", "w"], ["y"])
@@ -1018,7 +1018,7 @@ def test_a_node_that_failed_to_compute_joins_its_run_failure_when_its_repro_reru
     """Hand triage 14 (#19): onnx2tf's RoiAlign dividing by H-1 = 0 was `DCF failure RoiAlign` (the node failed once the
     intermediates were exposed; its repro re-runs as an InvalidArgumentError) and `IF exception:InvalidArgumentError
     RoiAlign`: one defect. Another exception type, another operator, or a repro that does not re-run as an IF stays apart."""
-    from ofuzz.triage import absorb_failed_node_into_its_run_failure
+    from ofuzz.triage.pipeline import absorb_failed_node_into_its_run_failure
 
     def root(rid, status, failure, ops, reran=None):
         r = {"id": rid, "engine": "tensorflow", "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops),
@@ -1040,7 +1040,7 @@ def _upstream_finding(campaign: Path, engine: str, producer: str, consumer: str,
     producer's output shape is set at run time (a graph input) or by a constant."""
     import json
 
-    from ofuzz.signature import finding_id
+    from ofuzz.judge.signature import finding_id
 
     i64 = onnx.TensorProto.INT64
     shape_src = [helper.make_tensor_value_info("s", i64, [4])] if not shape_known else []
@@ -1066,8 +1066,8 @@ def test_upstream_failures_on_a_tensor_of_unknown_shape_are_one_root_cause_on_on
     """Hand triages 15 (#15, #17) and 17 (#9, #12): onnx2tf takes a tensor whose static shape is unknown (ConstantOfShape
     or Expand fed a run-time shape) as already channel-last, and whichever consumer meets it fails; keyed by producer
     that was one root cause per producer. With the shape a constant, or on another engine, the producer stays the key."""
-    from ofuzz.triage import cluster
-    from ofuzz.witness import hands_on_unknown_shape, peeled_nodes
+    from ofuzz.triage.pipeline import cluster
+    from ofuzz.triage.witness import hands_on_unknown_shape, peeled_nodes
 
     rows = [_upstream_finding(tmp_path, "tensorflow", "ConstantOfShape", "GreaterOrEqual", False, 1),
             _upstream_finding(tmp_path, "tensorflow", "Expand", "PRelu", False, 2),
@@ -1091,9 +1091,9 @@ def test_an_engine_that_has_a_schema_default_wrong_is_keyed_by_the_omitted_attri
     the root cause, one for every operator of that transform; ReduceMean with keepdims omitted is right and no finding."""
     import json
 
-    from ofuzz.rootcause import SCHEMA_DEFAULT
-    from ofuzz.signature import finding_id
-    from ofuzz.triage import cluster, export
+    from ofuzz.triage.rootcause import SCHEMA_DEFAULT
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import cluster, export
 
     rows = []
     with started_pool(tmp_path, ["onnxruntime", "reference", "mnn"], "mnn") as (specs, pool):

@@ -8,8 +8,8 @@ import sys
 import onnx
 import pytest
 
-from ofuzz.engines.registry import EngineError, resolve
-from ofuzz.versions import differences, version_of
+from ofuzz.exec.engines.registry import EngineError, resolve
+from ofuzz.campaign.versions import differences, version_of
 
 
 def test_a_version_is_the_base_engine_pinned_in_an_environment_of_its_own(tmp_path, monkeypatch):
@@ -76,8 +76,8 @@ def test_a_repro_of_a_pinned_engine_carries_its_requirements(tmp_path):
     requirements.txt and REPORT.md says to install it (a version's own pins for mnn@X)."""
     from pathlib import Path
 
-    from ofuzz.engines.envs import python_for
-    from ofuzz.triage import export
+    from ofuzz.exec.engines.envs import python_for
+    from ofuzz.triage.pipeline import export
 
     bug = Path(__file__).parent / "data" / "bugs" / "mnn-argmax-select-last-index"
     specs = resolve(["mnn", "onnxruntime", "reference"])
@@ -94,8 +94,8 @@ def test_a_repro_of_a_pinned_engine_carries_its_requirements(tmp_path):
 
 def test_the_report_lists_version_differences(monkeypatch, tmp_path):
     """The report's section takes the stored root causes (first_idx lives in their detail) to `campaign_differences`."""
-    import ofuzz.versions as versions
-    from ofuzz.report import _version_section
+    import ofuzz.campaign.versions as versions
+    from ofuzz.campaign.report import _version_section
 
     seen = []
 

@@ -1,0 +1,1 @@
+"""Campaigns: the fuzzing loop and what runs over whole campaigns (report, replay, versions, conformance, Ray)."""

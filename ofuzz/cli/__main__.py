@@ -1,0 +1,4 @@
+"""`python -m ofuzz.cli`: the same entry point as the `ofuzz` command."""
+from ofuzz.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""The engine layer: adapters, their registry, their environments and their worker processes."""

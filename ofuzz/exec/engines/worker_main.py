@@ -1,0 +1,121 @@
+"""Engine worker: runs inside the engine's own Python, speaks JSON lines on a private fd.
+
+Standalone on purpose (stdlib + numpy only): an engine's environment may pin an
+old numpy and does not have ofuzz installed.  The protocol channel is a dup of
+the original stdout; fd 1 is then pointed at stderr, so whatever the engine
+prints (MNN writes diagnostics to stdout) lands in the log, never in replies.
+Tensors travel as .npz files, which every numpy version reads.
+
+Requests:  {"cmd": "hello"} | {"cmd": "prepare", "model": P, "workdir": D}
+           | {"cmd": "run", "inputs": NPZ, "outputs": NPZ} | {"cmd": "exit"}
+Replies:   {"ok": true, ...} | {"ok": false, "etype": ..., "message": ..., "traceback": ...}
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+
+
+def _load_adapter(spec: str, options: dict):
+    path, _, cls = spec.rpartition(":")
+    mod_spec = importlib.util.spec_from_file_location(f"ofuzz_adapter_{abs(hash(path))}", path)
+    if mod_spec is None or mod_spec.loader is None:
+        raise ImportError(f"cannot load adapter file {path}")
+    mod = importlib.util.module_from_spec(mod_spec)
+    sys.modules[mod_spec.name] = mod
+    mod_spec.loader.exec_module(mod)
+    adapter = getattr(mod, cls)
+    missing = [m for m in ("version", "prepare", "run") if not callable(getattr(adapter, m, None))]  # ofuzz.exec.engines.adapter.METHODS
+    if missing:
+        raise TypeError(f"{path}:{cls} is not an engine adapter: it lacks {', '.join(missing)} (see ofuzz/exec/engines/adapter.py)")
+    return adapter(**options)
+
+
+def main() -> None:
+    spec = sys.argv[1]
+    options = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    mem_gb = float(os.environ.get("OFUZZ_MEMORY_GB", "0") or 0)
+    if mem_gb > 0:
+        lim = int(mem_gb * (1 << 30))
+        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+    parent = os.getppid()
+
+    def orphan_watch() -> None:  # the fuzzer was killed (even by SIGKILL): do not linger
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    import threading
+
+    threading.Thread(target=orphan_watch, daemon=True).start()
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    import faulthandler
+
+    faulthandler.enable()  # a crash leaves the Python stack in the log: where in the converter it died (onnx2tf → its onnxruntime)
+    requests = sys.stdin
+    import numpy as np
+
+    engine = None
+    load_error = None
+    names: list = []
+    try:
+        engine = _load_adapter(spec, options)
+    except BaseException as exc:  # reported on every request
+        load_error = exc
+        load_tb = traceback.format_exc()
+
+    def reply(obj: dict) -> None:
+        proto.write(json.dumps(obj) + "\n")
+        proto.flush()
+
+    def failure(exc: BaseException, tb: str) -> dict:
+        # an adapter may name the ONNX nodes it failed on (`exc.failed_nodes`): a converter's message rarely does
+        nodes = [str(n) for n in getattr(exc, "failed_nodes", None) or []][:8]
+        # and the engine's own source line it failed at (`exc.where`), the unit of a defect to its maintainer
+        return {"ok": False, "etype": type(exc).__name__, "message": str(exc)[:4000], "traceback": tb[-4000:], "nodes": nodes,
+                "where": str(getattr(exc, "where", "") or "")[:200]}
+
+    for line in requests:
+        req = json.loads(line)
+        cmd = req.get("cmd")
+        if cmd == "exit":
+            reply({"ok": True})
+            break
+        if load_error is not None:
+            reply(failure(load_error, load_tb) | {"stage": "load"})
+            continue
+        t0 = time.perf_counter()
+        try:
+            if cmd == "hello":
+                reply({"ok": True, "name": getattr(engine, "name", spec), "version": str(engine.version())})
+            elif cmd == "prepare":
+                names = list(req.get("outputs", []))
+                engine.prepare(req["model"], req["workdir"], list(req.get("inputs", [])), names)
+                reply({"ok": True, "time": time.perf_counter() - t0})
+            elif cmd == "run":
+                with np.load(req["inputs"]) as z:
+                    inputs = {k: z[k] for k in z.files}
+                t1 = time.perf_counter()
+                outs = engine.run(inputs)
+                dt = time.perf_counter() - t1
+                if not isinstance(outs, dict):
+                    outs = dict(zip(names, outs))
+                arrays = {str(k): np.asarray(v) for k, v in outs.items()}
+                np.savez(req["outputs"], **arrays)
+                reply({"ok": True, "time": dt, "outputs": list(arrays)})
+            else:
+                reply({"ok": False, "etype": "ProtocolError", "message": f"unknown command {cmd!r}", "traceback": ""})
+        except BaseException as exc:  # an engine failure is data, never a worker crash
+            reply(failure(exc, traceback.format_exc()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Persistence: the campaign store (SQLite + model files) and the known-bugs store."""
