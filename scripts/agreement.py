@@ -14,12 +14,12 @@ import tempfile
 from pathlib import Path
 
 
-from ofuzz.defaults import DEFAULT_ENGINES
-from ofuzz.corpus import load_corpus
-from ofuzz.engines.registry import resolve
-from ofuzz.generate import single_block_model
-from ofuzz.judging import judge_model
-from ofuzz.runner import EnginePool
+from ofuzz.core.defaults import DEFAULT_ENGINES
+from ofuzz.gen.corpus import load_corpus
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.gen.generate import single_block_model
+from ofuzz.judge.judging import judge_model
+from ofuzz.exec.runner import EnginePool
 
 
 def main() -> None:

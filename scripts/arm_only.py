@@ -17,13 +17,13 @@ from pathlib import Path
 
 import onnx
 
-from ofuzz.engines.registry import resolve
-from ofuzz.npz import load_npz
-from ofuzz.judging import judge_model
-from ofuzz.triage import export
-from ofuzz.runner import EnginePool, for_each_in_pools
-from ofuzz.signature import finding_id
-from ofuzz.store import Store
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.core.npz import load_npz
+from ofuzz.judge.judging import judge_model
+from ofuzz.triage.pipeline import export
+from ofuzz.exec.runner import EnginePool, for_each_in_pools
+from ofuzz.judge.signature import finding_id
+from ofuzz.store.campaign_store import Store
 
 
 def main() -> None:

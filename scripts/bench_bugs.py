@@ -24,8 +24,8 @@ from pathlib import Path
 
 import yaml
 
-from ofuzz.defaults import DEFAULT_CHOOSER, DEFAULT_ENGINES
-from ofuzz.store import Store
+from ofuzz.core.defaults import DEFAULT_CHOOSER, DEFAULT_ENGINES
+from ofuzz.store.campaign_store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 BUGS = ROOT / "tests" / "data" / "bugs"

@@ -14,10 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ofuzz.defaults import DEFAULT_BLOCKS, DEFAULT_ENGINES
-from ofuzz.campaign import Campaign, CampaignOptions
-from ofuzz.corpus import load_corpus
-from ofuzz.engines.registry import resolve
+from ofuzz.core.defaults import DEFAULT_BLOCKS, DEFAULT_ENGINES
+from ofuzz.campaign.loop import Campaign, CampaignOptions
+from ofuzz.gen.corpus import load_corpus
+from ofuzz.exec.engines.registry import resolve
 
 
 def rss_mb(pid: int) -> float:

@@ -17,13 +17,13 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ofuzz.defaults import DEFAULT_ENGINES
-from ofuzz.corpus import load_corpus
-from ofuzz.engines.client import Worker
-from ofuzz.engines.envs import python_for
-from ofuzz.engines.registry import resolve
-from ofuzz.generate import GenerateOptions, generate_one
-from ofuzz.npz import npz_bytes
+from ofuzz.core.defaults import DEFAULT_ENGINES
+from ofuzz.gen.corpus import load_corpus
+from ofuzz.exec.engines.client import Worker
+from ofuzz.exec.engines.envs import python_for
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.gen.generate import GenerateOptions, generate_one
+from ofuzz.core.npz import npz_bytes
 
 
 def main() -> None:

@@ -11,8 +11,8 @@ import argparse
 import statistics
 import time
 
-from ofuzz.corpus import load_corpus
-from ofuzz.generate import GenerateOptions, generate_one
+from ofuzz.gen.corpus import load_corpus
+from ofuzz.gen.generate import GenerateOptions, generate_one
 
 
 def bench(corpus, blocks: int, models: int, check: bool, run: int) -> float:

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ofuzz.store import Store
+from ofuzz.store.campaign_store import Store
 
 
 def one(actors: int, models: int, engines: str, seed: int, base: Path) -> dict[str, float]:

@@ -15,9 +15,9 @@ import time
 import onnx
 import onnxruntime as ort
 
-from ofuzz.defaults import parse_blocks, parse_opsets
-from ofuzz.corpus import load_corpus
-from ofuzz.generate import GenerateOptions, generate_one
+from ofuzz.core.defaults import parse_blocks, parse_opsets
+from ofuzz.gen.corpus import load_corpus
+from ofuzz.gen.generate import GenerateOptions, generate_one
 
 
 def main() -> None:

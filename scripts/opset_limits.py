@@ -14,10 +14,10 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ofuzz.defaults import DEFAULT_ENGINES, parse_opsets
-from ofuzz.emit import ir_version_for
-from ofuzz.engines.registry import resolve
-from ofuzz.runner import EnginePool
+from ofuzz.core.defaults import DEFAULT_ENGINES, parse_opsets
+from ofuzz.gen.emit import ir_version_for
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.exec.runner import EnginePool
 
 
 def model_at(opset: int) -> onnx.ModelProto:

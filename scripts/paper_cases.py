@@ -15,9 +15,9 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ofuzz.engines.registry import resolve
-from ofuzz.judging import judge_model
-from ofuzz.runner import EnginePool
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.judge.judging import judge_model
+from ofuzz.exec.runner import EnginePool
 
 F = onnx.TensorProto.FLOAT
 

@@ -14,12 +14,12 @@ import json
 import time
 from pathlib import Path
 
-from ofuzz.defaults import DEFAULT_ENGINES, parse_blocks
-from ofuzz.corpus import load_corpus
-from ofuzz.engines.registry import resolve
-from ofuzz.generate import GenerateOptions, generate_one
-from ofuzz.judging import judge_model
-from ofuzz.runner import EnginePool
+from ofuzz.core.defaults import DEFAULT_ENGINES, parse_blocks
+from ofuzz.gen.corpus import load_corpus
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.gen.generate import GenerateOptions, generate_one
+from ofuzz.judge.judging import judge_model
+from ofuzz.exec.runner import EnginePool
 
 
 def main() -> None:

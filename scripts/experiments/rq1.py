@@ -15,13 +15,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ofuzz.defaults import DEFAULT_ENGINES
-from ofuzz.campaign import Campaign, CampaignOptions
-from ofuzz.signature import finding_id
-from ofuzz.export_all import export_findings  # noqa: E402
-from ofuzz.corpus import load_corpus  # noqa: E402
-from ofuzz.engines.registry import resolve  # noqa: E402
-from ofuzz.store import Store  # noqa: E402
+from ofuzz.core.defaults import DEFAULT_ENGINES
+from ofuzz.campaign.loop import Campaign, CampaignOptions
+from ofuzz.judge.signature import finding_id
+from ofuzz.triage.export_all import export_findings  # noqa: E402
+from ofuzz.gen.corpus import load_corpus  # noqa: E402
+from ofuzz.exec.engines.registry import resolve  # noqa: E402
+from ofuzz.store.campaign_store import Store  # noqa: E402
 
 
 def main() -> None:

@@ -27,10 +27,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ofuzz.campaign import Campaign, CampaignOptions  # noqa: E402
-from ofuzz.corpus import load_corpus  # noqa: E402
-from ofuzz.engines.registry import resolve  # noqa: E402
-from ofuzz.store import Store  # noqa: E402
+from ofuzz.campaign.loop import Campaign, CampaignOptions  # noqa: E402
+from ofuzz.gen.corpus import load_corpus  # noqa: E402
+from ofuzz.exec.engines.registry import resolve  # noqa: E402
+from ofuzz.store.campaign_store import Store  # noqa: E402
 
 ROWS = [
     ("1", "WS and RN", "mixed", True, "random"),
@@ -80,11 +80,11 @@ def run_cell(corpus, specs, out: Path, row, n: int, rep: int, tests: int, seed: 
 
 def rq5(corpus, specs, out: Path, count: int) -> list[dict]:
     """Mutated subgraph blocks, alone in a model, on each engine: success ratio = DCP / runs."""
-    from ofuzz.generate import GenerateOptions, build
-    from ofuzz.genome import single_block_genome
-    from ofuzz.judging import judge_model
-    from ofuzz.mutations import bna, bnr
-    from ofuzz.runner import EnginePool
+    from ofuzz.gen.generate import GenerateOptions, build
+    from ofuzz.gen.genome import single_block_genome
+    from ofuzz.judge.judging import judge_model
+    from ofuzz.gen.mutations import bna, bnr
+    from ofuzz.exec.runner import EnginePool
 
     subs = [b.name for b in corpus if b.is_subgraph]
     stats: dict[str, dict[str, int]] = {}

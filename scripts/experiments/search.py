@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_bugs import corpus, covered, ofuzz  # noqa: E402  (the confirmed-bugs corpus and its matching rule)
 
-from ofuzz.defaults import CHOOSERS, DEFAULT_ENGINES, parse_blocks, parse_duration, parse_opsets  # noqa: E402
-from ofuzz.store import Store  # noqa: E402
+from ofuzz.core.defaults import CHOOSERS, DEFAULT_ENGINES, parse_blocks, parse_duration, parse_opsets  # noqa: E402
+from ofuzz.store.campaign_store import Store  # noqa: E402
 
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
 
