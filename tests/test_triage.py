@@ -193,7 +193,8 @@ def test_a_defect_seen_through_different_consumers_is_one_root_cause(tmp_path):
     """The test double fails conversion at whatever consumes a Relu's output (a layout handed on wrongly, as onnx2tf does
     with a dynamic Expand): Relu→Add and Relu→Mul fail with different messages at different operators, and each
     consumer runs alone, so both are one root cause keyed by the Relu, not by its witnesses."""
-    from ofuzz.triage.pipeline import cluster, export
+    from ofuzz.triage.cluster import cluster
+    from ofuzz.triage.pipeline import export
 
     specs = [double("testdouble", {"Relu": "prepare:handoff"}), *resolve(["onnxruntime", "reference"])]
     by_name = {s.name: s for s in specs}
@@ -273,7 +274,7 @@ def test_a_failure_in_a_named_operator_is_one_root_cause_whatever_else_its_repro
 
 
 def test_upstream_failures_collapse_onto_the_smallest_upstream_culprit_only():
-    from ofuzz.triage.pipeline import absorb_supersets
+    from ofuzz.triage.merge_rules import absorb_supersets
 
     def rc(rid: str, failure: str, ops: list[str], status: str = "IF") -> dict:
         return {"id": rid, "engine": "tensorflow", "key": {"status": status, "failure": failure, "ops": ops}, "signatures": [rid + "-sig"],
@@ -294,7 +295,7 @@ def test_a_further_model_that_did_not_reduce_joins_its_signatures_root_cause(tmp
 
     from ofuzz.triage.rootcause import RootKey
     from ofuzz.judge.signature import finding_id
-    from ofuzz.triage.pipeline import cluster
+    from ofuzz.triage.cluster import cluster
 
     sig = "tensorflow|MCF|exception|SystemExit|GridSample|bicubic is not supported"
     fid = finding_id(sig)
@@ -563,7 +564,7 @@ def test_the_keras_layer_a_handler_failed_in_is_not_part_of_the_key():
 def test_a_consumers_failure_joins_the_one_upstream_root_cause_its_repro_holds():
     """onnx2tf's ConstantOfShape layout defect came back as `upstream ConstantOfShape` and as ConstantOfShape+GatherElements
     raising InvalidArgumentError (hand triage 7): one root cause. Two upstream candidates, or a crash: left alone."""
-    from ofuzz.triage.pipeline import absorb_consumers_of_upstream
+    from ofuzz.triage.merge_rules import absorb_consumers_of_upstream
 
     def root(rid, failure, ops, held=(), status="IF"):
         return {"id": rid, "engine": "tensorflow", "key": {"status": status, "failure": failure, "ops": list(ops)}, "held": set(held or ops),
@@ -581,7 +582,7 @@ def test_a_consumers_failure_joins_the_one_upstream_root_cause_its_repro_holds()
 def test_an_upstream_failure_joins_the_wrong_shape_of_its_producer():
     """MNN ignoring MaxPool's dilations: `DCF shape MaxPool` and `IF upstream MaxPool` (a consumer failed on the wrong
     shape) are one root cause (hand triage 7); a wrong value of the same operator does not take it."""
-    from ofuzz.triage.pipeline import absorb_upstream_into_wrong_shape
+    from ofuzz.triage.merge_rules import absorb_upstream_into_wrong_shape
 
     def root(rid, status, failure, ops):
         return {"id": rid, "engine": "mnn", "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops),
@@ -604,7 +605,7 @@ def test_an_upstream_failure_joins_its_operator_failing_alone_under_one_signatur
     """Hand triage 13: the reference's Pad on negative pads was `IF upstream Pad` in the signature's first model (the
     reducer kept a consumer) and `IF exception:ValueError Pad` in its further model: one signature, one root cause. The
     same operator failing alone under another signature, or another operator, stays apart."""
-    from ofuzz.triage.pipeline import absorb_upstream_into_its_signature
+    from ofuzz.triage.merge_rules import absorb_upstream_into_its_signature
 
     def root(rid, failure, ops, sigs):
         return {"id": rid, "engine": "reference", "key": {"status": "IF", "failure": failure, "ops": ops}, "held": set(ops),
@@ -622,7 +623,7 @@ def test_an_upstream_failure_in_the_users_mode_joins_the_wrong_shape_of_the_othe
     """onnx2tf's Shape ignoring a lone `start` (hand triage 8): `DCF shape Shape` in keep-shape mode, and a conversion
     failure moved to the default mode (`tensorflow-nhwc`, converted as `tensorflow`) keyed `upstream Shape`: one handler,
     one root cause. Another converter's upstream Shape is not taken."""
-    from ofuzz.triage.pipeline import absorb_upstream_into_wrong_shape
+    from ofuzz.triage.merge_rules import absorb_upstream_into_wrong_shape
 
     def root(rid, engine, status, failure, ops, converted_as=None):
         r = {"id": rid, "engine": engine, "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops),
@@ -641,7 +642,7 @@ def test_one_shown_trigger_of_one_converter_is_one_root_cause_whatever_the_failu
     omitted attribute, the crash and the error are one root cause with the crash's severity. Another attribute or
     another engine stays apart."""
     from ofuzz.triage.rootcause import OMITTED_DEFAULT, SPELLED_OUT
-    from ofuzz.triage.pipeline import absorb_shown_triggers
+    from ofuzz.triage.merge_rules import absorb_shown_triggers
 
     def root(rid, engine, failure, attrs, severity, message=OMITTED_DEFAULT, status="IF", converted_as=None):
         return {"id": rid, "engine": engine, "severity": severity, "key": {"status": status, "failure": failure, "ops": [], "attrs": attrs,
@@ -667,7 +668,7 @@ def test_a_one_operator_failure_in_one_mode_joins_that_operator_s_root_in_the_ot
     """Hand triage 10: onnx2tf's OneHot.py:137 is `DCF shape OneHot` in keep-shape mode and a one-node ValueError in the
     default mode; its RoiAlign on a 1x1 map fails alone in keep-shape mode and as `upstream RoiAlign` in the default
     mode. Within one mode, in another converter, for a crash, or with two candidates, nothing joins."""
-    from ofuzz.triage.pipeline import absorb_across_modes
+    from ofuzz.triage.merge_rules import absorb_across_modes
 
     def root(rid, engine, status, failure, ops, nodes=1):
         conv = "tensorflow" if engine.startswith("tensorflow") else engine
@@ -692,7 +693,7 @@ def test_a_one_operator_failure_in_one_mode_joins_that_operator_s_root_in_the_ot
 def test_a_wrong_value_joins_the_wrong_shape_of_the_same_operator_and_attributes():
     """onnx2tf's Slice begin_mask with a negative step (hand triage 8): `DCF shape Slice` and `DCF value Slice`, one
     defect. Other attributes, another engine, or a NaN category keep them apart."""
-    from ofuzz.triage.pipeline import absorb_wrong_values_into_wrong_shape
+    from ofuzz.triage.merge_rules import absorb_wrong_values_into_wrong_shape
 
     def root(rid, failure, ops, attrs=(), engine="tensorflow"):
         return {"id": rid, "engine": engine, "key": {"status": "DCF", "failure": failure, "ops": ops, "attrs": list(attrs)}, "held": set(ops),
@@ -710,7 +711,7 @@ def test_a_one_node_refusal_joins_the_one_crash_of_that_operator():
     """MNN's 2-input Mean: "Create execution error" on equal shapes, SIGSEGV when they broadcast (hand triages 7 and 8):
     one lowering, one root cause, kept as the crash. Not across stages, not with two crashes to choose from, not for a
     repro of several nodes."""
-    from ofuzz.triage.pipeline import absorb_refusal_into_crash
+    from ofuzz.triage.merge_rules import absorb_refusal_into_crash
 
     def root(rid, status, failure, ops, nodes=1, engine="mnn"):
         return {"id": rid, "engine": engine, "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops), "nodes": nodes,
@@ -793,7 +794,8 @@ def test_mnn_pools_without_strides_are_one_root_cause_whatever_the_operator_and_
     import json
 
     from ofuzz.judge.signature import finding_id
-    from ofuzz.triage.pipeline import cluster, export
+    from ofuzz.triage.cluster import cluster
+    from ofuzz.triage.pipeline import export
 
     rows = []
     with started_pool(tmp_path, ["onnxruntime", "reference", "mnn"], "mnn") as (specs, pool):
@@ -894,7 +896,8 @@ def test_a_wrong_result_that_explicit_pads_fix_is_keyed_by_the_auto_pad_shorthan
     from ofuzz.core.prose_defaults import explicit_pads
     from ofuzz.triage.rootcause import SPELLED_OUT
     from ofuzz.judge.signature import finding_id
-    from ofuzz.triage.pipeline import cluster, export
+    from ofuzz.triage.cluster import cluster
+    from ofuzz.triage.pipeline import export
 
     node = helper.make_node("AveragePool", ["x"], ["y"], name="n0_AveragePool", auto_pad="SAME_LOWER", kernel_shape=[5, 5], strides=[2, 2])
     assert explicit_pads(node, (1, 5), [5, 5]) == [2, 2, 2, 2]
@@ -922,7 +925,7 @@ def test_failures_at_one_source_line_of_a_converter_are_one_root_cause():
     """Seed 77: onnx2tf's ScatterElements.py:240 raised a ValueError in one repro and an InvalidArgumentError in
     another, and Div and Sub both failed in common_functions.py's explicit_broadcast: keyed by operator and message they
     were four root causes of two defects. Another line, another converter, or a crash stays apart."""
-    from ofuzz.triage.pipeline import absorb_same_source_line
+    from ofuzz.triage.merge_rules import absorb_same_source_line
 
     def root(rid, engine, where, failure="exception:ValueError", ops=("Div",), converted_as=None):
         return {"id": rid, "engine": engine, "severity": 5, "key": {"status": "MCF", "failure": failure, "ops": list(ops), "attrs": [],
@@ -951,7 +954,7 @@ def test_an_omitted_default_is_the_trigger_of_a_crash_that_writing_it_out_turns_
     the repro joins that root cause (it had stayed one of its own)."""
     import os
 
-    from ofuzz.triage.pipeline import omitted_defaults_trigger
+    from ofuzz.triage.triggers import omitted_defaults_trigger
 
     nodes = [helper.make_node("AveragePool", ["x"], ["p"], name="n0_AveragePool", kernel_shape=[2, 2]),
              helper.make_node("Mean", ["p", "p"], ["y"], name="n1_Mean")]
@@ -990,7 +993,7 @@ def test_a_sink_that_fails_alone_in_the_users_mode_is_not_a_witness(tmp_path):
 def test_a_run_time_failure_is_not_keyed_by_the_layer_it_surfaced_in():
     """A conversion failure is keyed by the operator it failed in; a run-time failure's layer (which the TensorFlow
     adapter now names, for the reducer's cut) is often only where a wrong shape met its consumer."""
-    from ofuzz.triage.pipeline import keyed_failed_op
+    from ofuzz.triage.cluster import keyed_failed_op
 
     assert keyed_failed_op({"status": "MCF", "failed_ops": ["Concat", "Pow"]}) == "Pow"
     assert keyed_failed_op({"status": "IF", "failed_ops": ["Min"]}) is None
@@ -1001,7 +1004,7 @@ def test_the_first_input_rank_of_a_one_node_repro_comes_from_its_graph_input_or_
     """Families limited by rank (MNN's 1-D Conv, noise/families.yaml) need the rank of the repro's first input."""
     from onnx import helper as h
 
-    from ofuzz.triage.pipeline import _first_input_rank
+    from ofuzz.triage.cluster import _first_input_rank
 
     w = onnx.numpy_helper.from_array(np.ones((3, 2, 1), np.float32), "w")
     conv = h.make_node("Conv", ["x", "w"], ["y"])
@@ -1018,7 +1021,7 @@ def test_a_node_that_failed_to_compute_joins_its_run_failure_when_its_repro_reru
     """Hand triage 14 (#19): onnx2tf's RoiAlign dividing by H-1 = 0 was `DCF failure RoiAlign` (the node failed once the
     intermediates were exposed; its repro re-runs as an InvalidArgumentError) and `IF exception:InvalidArgumentError
     RoiAlign`: one defect. Another exception type, another operator, or a repro that does not re-run as an IF stays apart."""
-    from ofuzz.triage.pipeline import absorb_failed_node_into_its_run_failure
+    from ofuzz.triage.merge_rules import absorb_failed_node_into_its_run_failure
 
     def root(rid, status, failure, ops, reran=None):
         r = {"id": rid, "engine": "tensorflow", "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops),
@@ -1066,7 +1069,7 @@ def test_upstream_failures_on_a_tensor_of_unknown_shape_are_one_root_cause_on_on
     """Hand triages 15 (#15, #17) and 17 (#9, #12): onnx2tf takes a tensor whose static shape is unknown (ConstantOfShape
     or Expand fed a run-time shape) as already channel-last, and whichever consumer meets it fails; keyed by producer
     that was one root cause per producer. With the shape a constant, or on another engine, the producer stays the key."""
-    from ofuzz.triage.pipeline import cluster
+    from ofuzz.triage.cluster import cluster
     from ofuzz.triage.witness import hands_on_unknown_shape, peeled_nodes
 
     rows = [_upstream_finding(tmp_path, "tensorflow", "ConstantOfShape", "GreaterOrEqual", False, 1),
@@ -1093,7 +1096,8 @@ def test_an_engine_that_has_a_schema_default_wrong_is_keyed_by_the_omitted_attri
 
     from ofuzz.triage.rootcause import SCHEMA_DEFAULT
     from ofuzz.judge.signature import finding_id
-    from ofuzz.triage.pipeline import cluster, export
+    from ofuzz.triage.cluster import cluster
+    from ofuzz.triage.pipeline import export
 
     rows = []
     with started_pool(tmp_path, ["onnxruntime", "reference", "mnn"], "mnn") as (specs, pool):

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ofuzz.core.vocab import BUG, DCF, DCP, UNSUPPORTED
 from ofuzz.gen.chooser import make_chooser, reward
 from ofuzz.gen.blocks import Corpus
 from ofuzz.gen.coverage import Coverage, OpRecord
@@ -127,10 +128,10 @@ class Campaign:
             self.stats.generated, self.stats.kept, self.stats.run = c["generated"], c["kept"], c["run"]
             self.stats.unique = len(self.signatures)
             for f in self.store.findings():
-                k = f["detail"].get("klass", "bug")
+                k = f["detail"].get("klass", BUG)
                 self.stats.classes[k] = self.stats.classes.get(k, 0) + 1
                 g = f["detail"].get("gap")
-                if k == "unsupported" and g:
+                if k == UNSUPPORTED and g:
                     self._learn_gap(g["engine"], g.get("op") or "", g.get("attribute") or "", g.get("rule") or "")
             self.stats.elapsed_before = self.store.last_elapsed()
             for eng, d in self.store.engine_stats().items():
@@ -232,21 +233,21 @@ class Campaign:
             self.estimates.observe({n.op_type for n in m.model.graph.node}, {e: r.status for e, r in judged.verdict.results.items()}, failed_op)
             for f in judged.findings:
                 g = f.detail.get("gap")
-                if f.klass == "unsupported" and g:
+                if f.klass == UNSUPPORTED and g:
                     self._learn_gap(g["engine"], g.get("op") or "", g.get("attribute") or "", g.get("rule") or "")
             findings = [f.to_json() for f in judged.findings if f.blamed or judged.verdict.split]
             for f in findings:
-                f["detail"] = {**f.get("detail", {}), "model": m.id, "versions": self.versions, "klass": f.get("klass", "bug")}
+                f["detail"] = {**f.get("detail", {}), "model": m.id, "versions": self.versions, "klass": f.get("klass", BUG)}
         cov = self.coverage.metrics()
-        fresh = {f["signature"] for f in findings if f["detail"]["klass"] == "bug"} - self.signatures  # drift or gaps are no reward
+        fresh = {f["signature"] for f in findings if f["detail"]["klass"] == BUG} - self.signatures  # drift or gaps are no reward
         new_fine = False
         if judged is not None and (self.opts.chooser == "bandit" or self.opts.candidates > 1):  # MCTS keeps the paper's reward
-            compared = [e for e, res in judged.verdict.results.items() if res.status in ("DCP", "DCF")]
+            compared = [e for e, res in judged.verdict.results.items() if res.status in (DCP, DCF)]
             keys = fine_keys(m.model, m.inputs, compared)
             new_fine = not keys <= self.fine_seen
             self.fine_seen |= keys
         if self.opts.chooser == "bandit":  # a new signature that only rewords a known defect is no new bug
-            roots = {rootish(f["signature"], f["detail"]) for f in findings if f["detail"]["klass"] == "bug"}
+            roots = {rootish(f["signature"], f["detail"]) for f in findings if f["detail"]["klass"] == BUG}
             fresh, self.roots_seen = roots - self.roots_seen, self.roots_seen | roots
         r = reward(bool(fresh), p.kept, new_fine)
         self.chooser.backprop(p.node, r)  # the tree's change is committed with this model
@@ -404,7 +405,7 @@ def rootish(signature: str, detail: dict[str, Any]) -> str:
     and operator, without the message, whose wording splits one defect into many signatures (a converter's message
     names the layer it failed in); the source line for a failure the engine placed, the message for an unnamed one."""
     sig = Signature.parse(signature)
-    if sig.status == "DCF":
+    if sig.status == DCF:
         return f"{sig.engine}|DCF|{sig.kind}|{sig.op}"
     place = detail.get("where") or (sig.text if sig.op in ("", "?") else "")
     return f"{sig.engine}|{sig.status}|{sig.kind}|{sig.op}|{place}"

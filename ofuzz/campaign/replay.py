@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from ofuzz.core.vocab import DCF, DCP, IF, MCF
 from ofuzz.judge.compare import RULE
 from ofuzz.exec.engines.client import Outcome
 from ofuzz.core.npz import load_npz
@@ -83,7 +84,7 @@ def case_from_folder(folder: Path, rc_id: str | None = None) -> Case:
     info = json.loads((folder / "finding.json").read_text())
     failure = info.get("repro_failure") or {}
     status = failure.get("status") or info.get("status", "")
-    what = failure.get("category") if status == "DCF" else failure.get("kind")
+    what = failure.get("category") if status == DCF else failure.get("kind")
     return Case(rc_id or (info.get("root") or {}).get("id") or folder.name, info.get("repro_engine") or info["engine"], status, what or "",
                 (folder / "model.onnx").read_bytes(), load_npz(folder / "inputs.npz"),
                 load_npz(folder / "expected.npz") if (folder / "expected.npz").is_file() else {},
@@ -145,16 +146,16 @@ def case_from_folder_files(rc_id: str, files: dict[str, bytes]) -> Case:
 def observe(prep: Outcome | None, run: Outcome | None, case: Case, against: dict[str, np.ndarray] | None = None) -> Observed:
     """What the engine does now; values are compared with `against` (default: the repro's expected outputs)."""
     if prep is None:
-        return Observed("MCF", "unavailable", "not run")
+        return Observed(MCF, "unavailable", "not run")
     if not prep.ok:
-        return Observed("MCF", prep.kind, prep.summary()[:200])
+        return Observed(MCF, prep.kind, prep.summary()[:200])
     if run is None or not run.ok:
-        return Observed("IF", run.kind if run else "unavailable", run.summary()[:200] if run else "not run")
+        return Observed(IF, run.kind if run else "unavailable", run.summary()[:200] if run else "not run")
     want = case.expected if against is None else against
     if not want:
-        return Observed("DCP")
+        return Observed(DCP)
     c = RULE.compare_outputs(run.outputs, want, case.outputs or sorted(want))
-    return Observed("DCP") if c.ok else Observed("DCF", c.category, c.describe()[:200])
+    return Observed(DCP) if c.ok else Observed(DCF, c.category, c.describe()[:200])
 
 
 def verdict(case: Case, engine: str, now: Observed, family: Callable[[str], str]) -> str:
@@ -165,8 +166,8 @@ def verdict(case: Case, engine: str, now: Observed, family: Callable[[str], str]
         seen, outputs = recorded_for(case, engine, family)
         if seen and outputs is None:
             return PASSES  # it (or its version in the campaign) failed this repro then too: nothing new
-        return PASSES if now.status == "DCP" else NEW
-    if now.status == "DCP":
+        return PASSES if now.status == DCP else NEW
+    if now.status == DCP:
         return FIXED
     same = now.status == case.status and (now.failure == case.failure or not case.failure)
     return STILL if same else CHANGED

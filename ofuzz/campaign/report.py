@@ -9,6 +9,7 @@ from pathlib import Path
 
 import onnx
 
+from ofuzz.core.vocab import DCF, DCP, DRIFT, IF, MCF, MODE_ONLY, SPLIT, UNCONFIRMED, UNDEFINED, UNSUPPORTED
 from ofuzz.triage.rootcause import SEVERITY_NAMES
 from ofuzz.judge.signature import finding_id
 from ofuzz.store.campaign_store import Store
@@ -104,10 +105,10 @@ def write_report(campaign_dir: Path) -> Path:
     own = last.get("own_time")
     rows = []
     for eng, d in sorted(engines.items()):
-        total = sum(d.get(k, 0) for k in ("DCP", "DCF", "IF", "MCF", "SKIP")) or 1
-        rows.append(f"<tr><td>{html.escape(eng)}</td>" + "".join(f"<td>{d.get(s, 0)}</td>" for s in ("DCP", "DCF", "IF", "MCF", "SKIP"))
-                    + f"<td>{100 * (d.get('DCP', 0) + d.get('DCF', 0)) / total:.0f}% of models, "
-                    f"{100 * (d.get('DCP', 0) + d.get('DCF', 0)) / max(total - d.get('SKIP', 0), 1):.0f}% of runs</td>"
+        total = sum(d.get(k, 0) for k in (DCP, DCF, IF, MCF, "SKIP")) or 1
+        rows.append(f"<tr><td>{html.escape(eng)}</td>" + "".join(f"<td>{d.get(s, 0)}</td>" for s in (DCP, DCF, IF, MCF, "SKIP"))
+                    + f"<td>{100 * (d.get(DCP, 0) + d.get(DCF, 0)) / total:.0f}% of models, "
+                    f"{100 * (d.get(DCP, 0) + d.get(DCF, 0)) / max(total - d.get('SKIP', 0), 1):.0f}% of runs</td>"
                     + f"<td>{d['time']:.1f}</td><td>{html.escape(str(versions.get(eng, '')))}</td></tr>")
     per: dict[tuple[str, str], int] = defaultdict(int)
     for f in found:
@@ -170,12 +171,12 @@ fusion, so a divergence may vanish (reported as such) or move.</p>
 
 
 
-_CLASS_TITLES = {"drift": "Numerical drift (no node diverges on its own; not a bug)",
-                 "unsupported": "Unsupported constructs (capability gaps; listed once in the table below)",
-                 "undefined": "Inputs the ONNX spec leaves undefined (not a bug)",
-                 "split": "No majority (nobody can be blamed)",
-                 "mode-only": "Only in a mode few users run (e.g. onnx2tf's keep-shape mode; its default mode is right; not counted)",
-                 "unconfirmed": "Unconfirmed (did not come back on re-run; not counted)"}
+_CLASS_TITLES = {DRIFT: "Numerical drift (no node diverges on its own; not a bug)",
+                 UNSUPPORTED: "Unsupported constructs (capability gaps; listed once in the table below)",
+                 UNDEFINED: "Inputs the ONNX spec leaves undefined (not a bug)",
+                 SPLIT: "No majority (nobody can be blamed)",
+                 MODE_ONLY: "Only in a mode few users run (e.g. onnx2tf's keep-shape mode; its default mode is right; not counted)",
+                 UNCONFIRMED: "Unconfirmed (did not come back on re-run; not counted)"}
 
 
 def _version_section(campaign_dir: Path, roots: list[dict]) -> str:
@@ -232,7 +233,7 @@ def _triage_sections(campaign_dir: Path, roots: list[dict], rows: list[dict], n_
         lis = "".join(f"<li><code>{html.escape(r['signature'])}</code> — {html.escape(_reason(r))}</li>" for r in items[:500])
         out.append(f"<details><summary><b>{html.escape(title)}: {len(items)}</b></summary><ul>{lis}</ul></details>")
     gaps: dict[str, dict] = {}
-    for r in by_class.get("unsupported", []):
+    for r in by_class.get(UNSUPPORTED, []):
         g = (r["detail"].get("class_detail") or {}).get("gap")
         if g:
             gaps.setdefault(g["key"], {**g, "n": 0})["n"] += 1
@@ -254,6 +255,6 @@ def _reason(row: dict) -> str:
     iso = d.get("isolation") or {}
     if iso:
         return iso.get("note") or "; ".join(iso.get("tried") or [])
-    if row["klass"] == "unconfirmed":
+    if row["klass"] == UNCONFIRMED:
         return f"status on re-run: {row['detail'].get('status_on_rerun', '?')}"
     return ""

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from packaging.version import InvalidVersion, Version
 
+from ofuzz.core.vocab import DCP
 from ofuzz.judge.compare import RULE
 from ofuzz.core.npz import load_npz
 
@@ -42,7 +43,7 @@ def differences(roots: list[dict[str, Any]], families: dict[str, str], versions:
         if fam is None or r.get("first_idx") is None:
             continue
         for other in sorted(e for e, f in families.items() if f == fam and e != r["engine"]):
-            if status_of(int(r["first_idx"]), other) != "DCP" or passes_repro(r, other) is False:
+            if status_of(int(r["first_idx"]), other) != DCP or passes_repro(r, other) is False:
                 continue
             mine, theirs = version_of(r["engine"], versions), version_of(other, versions)
             if mine is None or theirs is None or mine == theirs:

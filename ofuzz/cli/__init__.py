@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ofuzz.core.vocab import BUG, DCF, DCP, DRIFT, FINDING_CLASSES, IF, MCF, PENDING, SPLIT, UNCONFIRMED, UNDEFINED, UNSUPPORTED
 from ofuzz.gen.corpus import CorpusError, load_corpus
 from ofuzz.core.defaults import CHOOSERS, DEFAULT_BLOCKS, DEFAULT_CHOOSER, DEFAULT_ENGINES, DEFAULT_INT_INPUTS, DEFAULT_OPSETS, DEFAULT_STEER, GRAPH_MODELS, default_runs_dir, parse_blocks, parse_duration, parse_opsets
 
@@ -277,10 +278,10 @@ def run(
         for eng, r in v.results.items():
             c = r.versus
             f = fmap.get(eng)
-            colour = {"DCP": "green", "DCF": "red", "IF": "red", "MCF": "red"}[r.status]
+            colour = {DCP: "green", DCF: "red", IF: "red", MCF: "red"}[r.status]
             t.add_row(eng, f"[{colour}]{r.status}[/{colour}]", f"{r.prepare_time:.3f}", f"{r.run_time:.3f}",
                       f"{c.max_abs:.3g}" if c else "", f"{c.max_rel:.3g}" if c else "",
-                      (f.op or "?") if f and f.status == "DCF" else (f.op or "") if f else "",
+                      (f.op or "?") if f and f.status == DCF else (f.op or "") if f else "",
                       f.summary if f else "")
         out_console().print(t)
     raise typer.Exit(1 if judged.findings else 0)
@@ -301,9 +302,9 @@ def _progress_table(c) -> Table:
     t.add_row("per second", f"this session: {c.session_generated / dt:.1f} generated, {c.session_kept / dt:.1f} kept, {c.session_run / dt:.1f} run")
     t.add_row("coverage", f"OLC {100 * cov['OLC']:.1f}%  (" + ", ".join(f"{m} {100 * cov[m]:.1f}%" for m in METRICS) + ")")
     for eng, d in sorted(s.by_engine.items()):
-        total = sum(d.get(k, 0) for k in ("DCP", "DCF", "IF", "MCF", "SKIP"))
-        compared = d.get("DCP", 0) + d.get("DCF", 0)
-        t.add_row(eng, "  ".join(f"{k} {d.get(k, 0)}" for k in ("DCP", "DCF", "IF", "MCF", "SKIP"))
+        total = sum(d.get(k, 0) for k in (DCP, DCF, IF, MCF, "SKIP"))
+        compared = d.get(DCP, 0) + d.get(DCF, 0)
+        t.add_row(eng, "  ".join(f"{k} {d.get(k, 0)}" for k in (DCP, DCF, IF, MCF, "SKIP"))
                   + f"   compared {100 * compared / max(total, 1):.0f}% of models, {100 * compared / max(total - d.get('SKIP', 0), 1):.0f}% of runs")
     if c.steering is not None:
         t.add_row("steering", f"{c.steering.steered} engine runs not made: the model holds an operator that engine keeps failing on (SKIP)")
@@ -495,7 +496,8 @@ def _load_known(path: Optional[Path], create: bool = False):
         fail(str(exc))
 
 
-def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | None = None, as_json: bool = False, remember: bool = False) -> None:
+def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | None = None, as_json: bool = False, remember: bool = False,
+                explain: str | None = None) -> None:
     """Cluster the triaged findings into root causes, store them, and print them ranked by severity."""
     import json
 
@@ -514,6 +516,14 @@ def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | Non
         console.print(f"remembered {added} new root causes in {known_path}")
     if known is not None:
         known.close()
+    if explain is not None:
+        from ofuzz.triage.explain import explanation, find_root
+
+        root = find_root(roots, explain)
+        if root is None:
+            fail(f"--explain {explain}: no single root cause of {campaign_dir} has that id; `ofuzz bugs {campaign_dir}` lists them")
+        print(json.dumps(root, indent=1, default=str) if as_json else "\n".join(explanation(root)))
+        return
     counts = {k: len(v) for k, v in result["classes"].items()}
     from ofuzz.campaign.versions import campaign_differences
 
@@ -539,7 +549,7 @@ def _print_bugs(campaign_dir: Path, known_path: Optional[Path], limit: int | Non
     total = sum(counts.values())
     left = len(result.get("untriaged", []))
     out_console().print(f"{total} signatures → {len(roots)} root causes; classes: "
-                        + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("bug", "drift", "unsupported", "undefined", "split", "unconfirmed", "pending")
+                        + ", ".join(f"{k} {counts.get(k, 0)}" for k in FINDING_CLASSES
                                     if counts.get(k)) + f"; capability gaps: {len(gaps)}"
                         + (f"; {left} signatures not triaged yet (ofuzz bugs {campaign_dir})" if left else ""))
 
@@ -556,6 +566,8 @@ def bugs(
     workers: int = WORKERS_OPTION,
     ray: Optional[str] = typer.Option(None, "--ray", help="Triage on Ray actors: 'local', 'auto' or ray://host:port (needs the ray extra)."),
     actors: int = typer.Option(0, "--actors", help="Ray actors (default: one per CPU of the cluster)."),
+    explain: Optional[str] = typer.Option(None, "--explain", help="Print one root cause's members, how each joined, and the evidence of "
+                                          "every merge (RC: its id, or the start of it)."),
 ) -> None:
     """List root causes (distinct defects, worst first); drift, unsupported and undefined findings are counted apart."""
     from ofuzz.exec.engines.registry import EngineError, resolve
@@ -588,7 +600,7 @@ def bugs(
                                   _export_actors(ray, actors, specs, opts.get("timeout")) if ray else None)
         finally:
             lock.release()
-    _print_bugs(campaign_dir, known, as_json=as_json, remember=remember)
+    _print_bugs(campaign_dir, known, as_json=as_json, remember=remember, explain=explain)
 
 
 @app.command()
@@ -864,7 +876,7 @@ def reduce_cmd(
             f = pick[0]
             v = j.verdict
             start = (v.diverging.get(f.engine) or {}).get("node")
-            agree = {e for e, r in v.results.items() if r.status == "DCP" and e not in v.excluded}
+            agree = {e for e, r in v.results.items() if r.status == DCP and e not in v.excluded}
             value_engine = value_source(agree, min(agree, default=f.engine))
             with console.status(f"reducing {f.engine} {f.status} ({f.signature[:80]})"):
                 red = reduce_model(pool, model, feeds, Target.of(f), value_engine, budget=budget, start_node=start, policy=policy, must_agree=agree)

@@ -26,7 +26,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-FAILURES = ("MCF", "IF")
+from ofuzz.core.vocab import IF, MCF
+
+FAILURES = (MCF, IF)
 
 
 class Steering:

@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ofuzz.core.vocab import REFERENCE
 from ofuzz.judge.compare import RULE, Comparison
 from ofuzz.judge.cut import submodel
 from ofuzz.judge.localise import Localisation, node_attrs, pick_voters
 from ofuzz.judge.precision import Tolerances, abs_feeds, abs_weights, centering_terms, exact_by_formula, n_terms, preactivation_scale, to_float64, within_float32
 
-DEFECT, DRIFT, UNKNOWN = "defect", "drift", "unknown"
-REFERENCE = "reference"
+DEFECT, DRIFT, UNKNOWN = "defect", "drift", "unknown"  # isolation verdicts (not finding classes)
 
 
 @dataclass

@@ -23,13 +23,15 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ofuzz.core.vocab import BUG, REFERENCE, SPLIT, UNDEFINED, UNSUPPORTED
+from ofuzz.core.vocab import DRIFT as DRIFT_FINDING
 from ofuzz.judge.isolate import DEFECT, DRIFT, isolate, isolate_single
 from ofuzz.judge.localise import localise
 from ofuzz.judge.oracle import DCF, DCP, Verdict, judge_outcomes
 from ofuzz.exec.runner import EnginePool, output_names
 from ofuzz.judge.signature import failing_op, signature
 
-BUG, DRIFT_CLASS, UNSUPPORTED, UNDEFINED, SPLIT = "bug", "drift", "unsupported", "undefined", "split"
+DRIFT_CLASS = DRIFT_FINDING  # the finding class; isolate.DRIFT is the isolation verdict
 
 
 @dataclass
@@ -91,12 +93,12 @@ def declared_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
 
 def excluded_voters(pool: EnginePool, model: onnx.ModelProto, inputs: dict[str, np.ndarray], policy: Policy) -> dict[str, str]:
     """Engines that may not vote on this model: the reference evaluator where it is known wrong or missing."""
-    if policy.noise is None or "reference" not in pool.names:
+    if policy.noise is None or REFERENCE not in pool.names:
         return {}
     values = dict(inputs)
     values.update({t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer})
     reasons = policy.noise.reference_gaps_in(model, values)
-    return {"reference": "; ".join(sorted(set(reasons)))[:300]} if reasons else {}
+    return {REFERENCE: "; ".join(sorted(set(reasons)))[:300]} if reasons else {}
 
 
 def judge_model(pool: EnginePool, model: onnx.ModelProto, model_path: Path, inputs: dict[str, np.ndarray], do_localise: bool = True,

@@ -19,11 +19,12 @@ import numpy as np
 import onnx
 
 from ofuzz.core import onnx_guard
+from ofuzz.core.vocab import REFERENCE
 from ofuzz.judge.compare import RULE
 
 MAX_CANDIDATES = 6
 MAX_VOTERS = 2  # majority engines compared with the blamed one, cheapest first (a TensorFlow conversion costs ~0.5 s)
-_CHEAP_FIRST = ("reference", "onnxruntime", "onnxruntime-noopt", "mnn", "testdouble")
+_CHEAP_FIRST = (REFERENCE, "onnxruntime", "onnxruntime-noopt", "mnn", "testdouble")
 
 
 def pick_voters(majority: list[str], blamed: str, excluded: dict[str, str] | None = None, limit: int = MAX_VOTERS) -> list[str]:
@@ -129,4 +130,4 @@ def value_source(agreeing: Iterable[str], fallback: str) -> str:
     evaluator or onnxruntime when they agree with the majority (cheapest to run with every tensor exposed), else
     `fallback` (another agreeing engine, chosen by the caller)."""
     agreeing = set(agreeing)
-    return next((e for e in ("reference", "onnxruntime") if e in agreeing), fallback)
+    return next((e for e in (REFERENCE, "onnxruntime") if e in agreeing), fallback)

@@ -18,12 +18,11 @@ from typing import Any, Mapping
 import networkx as nx
 import numpy as np
 
+from ofuzz.core.vocab import DCF, DCP, IF, MCF, REFERENCE  # noqa: F401  (re-exported for the oracle's users)
 from ofuzz.judge.compare import RULE, Comparison  # noqa: F401  (Comparison re-exported for the oracle's users)
 
-REFERENCE = "reference"
 EXPECTED_FIRST = (REFERENCE, "onnxruntime")  # whose outputs a majority stands for: the spec-close ones first (names, not imports)
 
-MCF, IF, DCF, DCP = "MCF", "IF", "DCF", "DCP"
 
 REL_TOL, MAX_BAD_FRACTION, FLOOR = RULE.rel_tol, RULE.max_bad_fraction, RULE.floor
 compare_tensor = RULE.compare

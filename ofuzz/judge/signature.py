@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ofuzz.core.vocab import DCF
+
 _NODE = re.compile(r"\bn\d+_([A-Z][A-Za-z0-9]*)")
 _TENSOR = re.compile(r"\bt\d+_([A-Z][A-Za-z0-9]*)(?:_\d+)?")
 _SUBS = [
@@ -66,15 +68,15 @@ class Signature:
     text: str = ""  # normalised message (failures only)
 
     def render(self) -> str:
-        if self.status == "DCF":
+        if self.status == DCF:
             return f"{self.engine}|DCF|{self.kind}|{self.op}"
         return f"{self.engine}|{self.status}|{self.kind}|{self.etype}|{self.op}|{self.text}"
 
     @staticmethod
     def parse(s: str) -> "Signature":
         parts = s.split("|", 5)
-        if len(parts) >= 2 and parts[1] == "DCF" and len(parts) == 4:
-            return Signature(parts[0], "DCF", parts[2], op=parts[3])
+        if len(parts) >= 2 and parts[1] == DCF and len(parts) == 4:
+            return Signature(parts[0], DCF, parts[2], op=parts[3])
         if parts[0] == "split" and len(parts) == 4:
             return Signature(parts[1], parts[2], parts[3], op="?")
         parts += [""] * (6 - len(parts))
@@ -83,7 +85,7 @@ class Signature:
     @property
     def failure(self) -> str:
         """What a reduction must keep: the failure kind and type (IF/MCF), or the diverging op (DCF)."""
-        return self.op if self.status == "DCF" else f"{self.kind}|{self.etype}"
+        return self.op if self.status == DCF else f"{self.kind}|{self.etype}"
 
 
 def signature(engine: str, status: str, outcome: Any, diverging: dict[str, Any] | None = None, category: str = "", op: str | None = None) -> str:
@@ -93,9 +95,9 @@ def signature(engine: str, status: str, outcome: Any, diverging: dict[str, Any] 
 def make_signature(engine: str, status: str, outcome: Any, diverging: dict[str, Any] | None = None, category: str = "",
                    op: str | None = None) -> Signature:
     """`op`: the failing operator when the caller knows it (the engine named the node), else read from the message."""
-    if status == "DCF":
+    if status == DCF:
         op = (diverging or {}).get("op") or "?"
-        return Signature(engine, "DCF", category or (diverging or {}).get("category", ""), op=op)
+        return Signature(engine, DCF, category or (diverging or {}).get("category", ""), op=op)
     kind = getattr(outcome, "kind", "")
     etype = getattr(outcome, "etype", "") or getattr(outcome, "signal", "")
     msg = getattr(outcome, "message", "") or ""

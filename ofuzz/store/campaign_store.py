@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from ofuzz.core.vocab import DCP
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS models (
@@ -176,7 +178,7 @@ class Store:
         for sig, idx, mid in self.db.execute(
                 "SELECT o.signature, o.idx, m.id FROM occurrences o JOIN engine_runs r ON r.idx = o.idx AND r.engine = ? "
                 "JOIN models m ON m.idx = o.idx JOIN findings f ON f.signature = o.signature "
-                "WHERE o.engine LIKE ? AND r.status = 'DCP' AND f.blamed = 1 ORDER BY o.idx", (passed_engine, blamed_prefix + "%")):
+                "WHERE o.engine LIKE ? AND r.status = ? AND f.blamed = 1 ORDER BY o.idx", (passed_engine, DCP, blamed_prefix + "%")):
             out.setdefault(sig, []).append((idx, mid))
         return out
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ofuzz.core.vocab import IF, MCF, UNSUPPORTED
 from ofuzz.exec.engines.registry import EngineSpec
 from ofuzz.core.npz import load_npz
 from ofuzz.triage.repro_check import close_runners
@@ -27,7 +28,8 @@ from ofuzz.triage.second_opinion import SecondOpinions
 from ofuzz.exec.engines.client import STEP_LIMIT
 from ofuzz.judge.signature import Signature, finding_id
 from ofuzz.store.campaign_store import Store
-from ofuzz.triage.pipeline import Representatives, cluster, triage_finding
+from ofuzz.triage.pipeline import Representatives, triage_finding
+from ofuzz.triage.cluster import cluster
 
 
 @dataclass
@@ -73,7 +75,7 @@ def pending_findings(campaign_dir: Path, engines: set[str]) -> tuple[list[dict[s
     store = Store(campaign_dir)
     rows = store.findings()
     extra = {f["signature"]: store.occurrence_models(f["signature"], EXTRA_MODELS + 1)[1:]
-             for f in rows if f["status"] in ("IF", "MCF") and f["count"] > 1 and _unnamed_non_hang(Signature.parse(f["signature"]))}
+             for f in rows if f["status"] in (IF, MCF) and f["count"] > 1 and _unnamed_non_hang(Signature.parse(f["signature"]))}
     # every model cut at the campaign's step limit is re-judged with the engine's full limit: each is its own outcome
     # (a hang, a failure, a wrong value or nothing), not one more model of one defect
     extra.update({f["signature"]: store.occurrence_models(f["signature"], MAX_STEP_LIMITED + 1)[1:]
@@ -253,7 +255,7 @@ def capability_gaps(campaign_dir: Path) -> list[dict[str, Any]]:
     gaps: dict[str, dict[str, Any]] = {}
     for r in rows:
         g = (r["detail"].get("class_detail") or {}).get("gap")
-        if r["klass"] == "unsupported" and g:
+        if r["klass"] == UNSUPPORTED and g:
             e = gaps.setdefault(g["key"], {**g, "signatures": 0})
             e["signatures"] += 1
     return sorted(gaps.values(), key=lambda g: g["key"])

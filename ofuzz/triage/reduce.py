@@ -25,6 +25,7 @@ from typing import Any, Callable
 import numpy as np
 import onnx
 
+from ofuzz.core.vocab import DCF
 from ofuzz.core import onnx_guard
 from ofuzz.judge.cut import submodel
 from ofuzz.judge.judging import BUG, Finding, Judged, Policy, declared_shapes, judge_in_memory
@@ -52,7 +53,7 @@ class Target:
         at that stage — its signal and last log line vary between runs of one defect (MNN's LSTM converter died with
         SIGABRT, SIGSEGV or SIGBUS; hand triage 11: such a repro stayed at 40 nodes, keyed by a GRU that converts)."""
         sig = Signature.parse(f.signature)
-        if f.status == "DCF":  # and how it diverges: hand triage 13 saw an unlocalised `value` divergence of MNN reduced
+        if f.status == DCF:  # and how it diverges: hand triage 13 saw an unlocalised `value` divergence of MNN reduced
             # to a 1-D Conv's wrong output rank, another defect that the 16-node original did not show
             return Target(f.engine, f.status, f"{sig.kind}|{f.op or '?'}", f.klass)
         if crash_like(f"{sig.kind}:{sig.etype}"):
@@ -62,7 +63,7 @@ class Target:
     def matches(self, f: Finding) -> bool:
         if f.engine != self.engine or f.status != self.status or f.klass != self.klass:
             return False
-        if self.status == "DCF":  # "category|op"; '?' matches any op, a bare op (no category) any category
+        if self.status == DCF:  # "category|op"; '?' matches any op, a bare op (no category) any category
             want_kind, _, want_op = self.key.rpartition("|")
             got_kind, _, got_op = Target.of(f).key.rpartition("|")
             return (not want_kind or want_kind == got_kind) and (want_op == "?" or want_op == got_op)

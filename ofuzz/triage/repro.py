@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ofuzz.core.vocab import REFERENCE
 from ofuzz.core.paths import CHECKOUT
 from ofuzz.exec.engines.registry import EngineSpec
 from ofuzz.core.npz import npz_bytes
@@ -28,10 +29,12 @@ from ofuzz.exec.runner import EnginePool
 REPRO_PY = '''"""Reproduce an ofuzz finding: {title}
 
 Needs only {engine}'s Python package and numpy (no ofuzz):  python repro.py
-Exit status 1 = the finding reproduces (a crash of the engine included: it runs in a child process), 0 = it does not.
+Exit status 1 = the finding reproduces (a crash of the engine included: it runs in a child process), 0 = it does not,
+2 = it could not run (the engine or its adapter could not be loaded here).
 """
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -41,7 +44,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 for _k, _v in {env}.items():  # the engine's settings as the campaign ran it (e.g. TensorFlow's TF_ENABLE_ONEDNN_OPTS)
     os.environ.setdefault(_k, _v)
-from engine_adapter import {cls} as Engine  # the exact adapter ofuzz used
+try:
+    from engine_adapter import {cls} as Engine  # the exact adapter ofuzz used (and any module beside it, copied here)
+except ImportError as _exc:
+    print(f"repro could not run: {{type(_exc).__name__}}: {{_exc}}")
+    sys.exit(2)
 
 from compare_rule import RULE  # the fuzzer's own comparison rule (its compare.py module, copied verbatim)
 
@@ -71,10 +78,17 @@ def main():
         import signal
         import subprocess
         hang_after = FINDING.get("hang_after")  # a hang: the engine never answered within this many seconds
+        verdict = os.path.join(tempfile.mkdtemp(prefix="ofuzz-verdict-"), "verdict")
         try:
-            code = subprocess.run([sys.executable, os.path.abspath(__file__), "--in-process"], timeout=hang_after).returncode
+            code = subprocess.run([sys.executable, os.path.abspath(__file__), "--in-process"], timeout=hang_after,
+                                  env={{**os.environ, "OFUZZ_REPRO_VERDICT": verdict}}).returncode
         except subprocess.TimeoutExpired:
             print(f"REPRODUCED: the engine did not finish within {{hang_after:.0f}} s (hang)")
+            return 1
+        said = open(verdict).read().strip() if os.path.exists(verdict) else ""
+        shutil.rmtree(os.path.dirname(verdict), ignore_errors=True)
+        if code < 0 and said == "1":  # the check had its answer, then the engine brought the process down at teardown
+            print(f"REPRODUCED (and then the engine crashed the process at exit: {{signal.Signals(-code).name}})")
             return 1
         if code < 0:
             if different(None):
@@ -83,12 +97,21 @@ def main():
             return 1
         return code
     with tempfile.TemporaryDirectory(prefix="ofuzz-repro-") as work:  # the engine's files (converted models) go with it
-        return check(work)
+        code = check(work)
+    if os.environ.get("OFUZZ_REPRO_VERDICT"):  # said before the interpreter's teardown, which a corrupted heap may not survive
+        with open(os.environ["OFUZZ_REPRO_VERDICT"], "w") as f:
+            f.write(str(code))
+    sys.stdout.flush()
+    return code
 
 
 def check(work):
-    engine = Engine(**FINDING["options"])
-    print("engine:", FINDING["repro_engine"], engine.version())
+    try:
+        engine = Engine(**FINDING["options"])
+        print("engine:", FINDING["repro_engine"], engine.version())
+    except ImportError as exc:  # the engine's own package is missing here
+        print(f"repro could not run: {{type(exc).__name__}}: {{exc}}")
+        return 2
     feeds = dict(np.load(os.path.join(HERE, "inputs.npz")))
     expected = dict(np.load(os.path.join(HERE, "expected.npz")))
     try:
@@ -146,7 +169,7 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
         if r.outcome is not None and r.outcome.ok and r.outcome.outputs:
             outs[eng] = r.outcome.outputs
             (out / f"{eng}.outputs.npz").write_bytes(npz_bytes(r.outcome.outputs))
-    expected_from = v.expected_from or ("reference" if "reference" in outs else next(iter(outs), ""))
+    expected_from = v.expected_from or (REFERENCE if REFERENCE in outs else next(iter(outs), ""))
     if expected_from == engine or expected_from in v.excluded:  # never the blamed engine (its repro would compare it
         # with itself), nor one excluded from the vote on this model (a known reference gap)
         expected_from = next((e for e in [*v.majority, *sorted(outs)] if e != engine and e in outs and e not in v.excluded), expected_from)
@@ -176,6 +199,7 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
     if spec is not None:
         adapter_file, _, cls = spec.adapter.rpartition(":")
         shutil.copyfile(adapter_file, out / "engine_adapter.py")
+        copy_adapter_siblings(Path(adapter_file), out)
         shutil.copyfile(compare.__file__, out / "compare_rule.py")
         if spec.env != "core" and Path(spec.env).is_file():
             shutil.copyfile(spec.env, out / "requirements.txt")  # the engine's exact pins (a version's own, for mnn@3.5.0)
@@ -186,6 +210,28 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
     info["repro_check"] = check_repro(out, spec, hang_after=info.get("hang_after"))
     info["repro_check_seconds"] = round(time.perf_counter() - t0, 2)
     return info
+
+
+REPRO_OWN = {"repro.py", "engine_adapter.py", "compare_rule.py"}
+SIBLINGS_MAX_BYTES = 4 << 20  # a plug-in's own modules, not a vendored library
+
+
+def copy_adapter_siblings(adapter_file: Path, out: Path) -> list[str]:
+    """The Python modules and packages beside a plug-in's adapter file, copied into the repro folder so that an adapter
+    split in two files (`from helpers import ...`) loads there as it did in the campaign. Not for a folder holding more
+    than SIBLINGS_MAX_BYTES of Python: repro.py then says it could not load the adapter rather than ship a library."""
+    folder = adapter_file.resolve().parent
+    items = [p for p in sorted(folder.iterdir()) if p != adapter_file.resolve() and p.name not in REPRO_OWN and not p.name.startswith((".", "_"))
+             and ((p.is_file() and p.suffix == ".py") or (p.is_dir() and (p / "__init__.py").is_file()))]
+    size = sum(f.stat().st_size for p in items for f in ([p] if p.is_file() else p.rglob("*.py")))
+    if not items or size > SIBLINGS_MAX_BYTES:
+        return []
+    for p in items:
+        if p.is_file():
+            shutil.copyfile(p, out / p.name)
+        else:
+            shutil.copytree(p, out / p.name, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+    return [p.name for p in items]
 
 
 def split_repro_engine(split: str, expected_from: str, ran: set[str], spec_by_name: dict[str, EngineSpec]) -> str | None:

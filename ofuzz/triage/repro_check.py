@@ -151,4 +151,6 @@ def _verdict(got: int | str) -> str:
         return "reproduced"
     if got == 0:
         return "not reproduced"
+    if got == 2:
+        return "repro could not run (the engine or its adapter could not be loaded in its environment)"
     return f"error (exit {got})"

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ofuzz.core.vocab import DCF, IF, crash_like, crash_or_hang  # noqa: F401  (crash predicates re-exported for triage's users)
+
 # Severity: lower is worse.  crash/hang > wrong shape or dtype > wrong values > NaN/Inf handling > failures to run/convert.
 SEVERITY = {"crash": 0, "hang": 0, "shape": 1, "dtype": 1, "missing": 1, "value": 2, "nan": 3, "inf": 3, "failure": 4, "inference": 4, "conversion": 5}
 SEVERITY_NAMES = {0: "crash/hang", 1: "wrong shape/dtype", 2: "wrong values", 3: "NaN/Inf handling", 4: "inference failure", 5: "conversion failure"}
@@ -46,9 +48,9 @@ class RootKey:
             return 0
         if head == "timeout":
             return 0
-        if self.status == "DCF":
+        if self.status == DCF:
             return SEVERITY.get(head, 2)
-        return SEVERITY["inference"] if self.status == "IF" else SEVERITY["conversion"]
+        return SEVERITY["inference"] if self.status == IF else SEVERITY["conversion"]
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "id": self.id(), "severity": self.severity()}
@@ -60,7 +62,7 @@ class RootKey:
 
 def failure_of(status: str, category: str = "", kind: str = "", etype: str = "") -> str:
     """The failure class part of a key: DCF category, or outcome kind with exception type / signal."""
-    if status == "DCF":
+    if status == DCF:
         return category or "value"
     if kind in ("crash", "exit", "oom"):
         return f"{kind}:{etype}" if etype else kind
@@ -177,7 +179,7 @@ def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None
     When the engine named the operator it failed in (`failed_op`), that operator is the key, whatever else the repro
     had to keep: the same converter handler failing the same way behind a BatchNormalization or a Reshape is one
     defect (hand triage #5: Pow, GatherND, GridSample and OneHot each came back as two or three root causes)."""
-    if key.status == "DCF" or key.failure == UPSTREAM or key.message in SHOWN_TRIGGERS:
+    if key.status == DCF or key.failure == UPSTREAM or key.message in SHOWN_TRIGGERS:
         return key
     crash = crash_like(key.failure)
     # a crash's signal and last log line vary between runs of one defect (MNN's LSTM converter: SIGSEGV, SIGABRT or
@@ -235,13 +237,3 @@ def omitted_input_key(key: RootKey, message: str, node: onnx.NodeProto | None, o
     if node is None or not OMITTED_INPUT_SYMPTOMS.match(message or "") or not omitted_optional_inputs(node, opset):
         return None
     return RootKey(key.engine, key.status, "exception", (node.op_type,), (), (), OMITTED)
-
-
-def crash_like(failure: str) -> bool:
-    head, _, etype = failure.partition(":")
-    return head in ("crash", "exit", "oom") or etype.endswith("Crash")
-
-
-def crash_or_hang(failure: str) -> bool:
-    """A failure that is a defect wherever it happens: never merged into another root cause as a mere symptom."""
-    return failure == "timeout" or crash_like(failure)

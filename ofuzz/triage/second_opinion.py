@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from ofuzz.core.vocab import MODE_ONLY  # noqa: F401  (re-exported)
 from ofuzz.judge.compare import RULE
 from ofuzz.exec.engines.registry import EngineSpec
 from ofuzz.exec.runner import EnginePool
 
-MODE_ONLY = "mode-only"
 
 
 def readings(y: np.ndarray) -> list[np.ndarray]:

@@ -33,6 +33,9 @@ def run_one(folder: str) -> int:
     finally:
         sys.path[:] = saved_path
         os.chdir(saved_cwd)
+        for name, mod in list(sys.modules.items()):  # a plug-in's sibling modules, copied into this folder, go with it
+            if os.path.dirname(os.path.abspath(getattr(mod, "__file__", None) or "/")).startswith(os.path.abspath(folder)):
+                sys.modules.pop(name, None)
 
 
 def main() -> None:

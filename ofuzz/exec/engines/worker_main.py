@@ -23,6 +23,7 @@ import traceback
 
 def _load_adapter(spec: str, options: dict):
     path, _, cls = spec.rpartition(":")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))  # a plug-in split in two files imports the module beside it
     mod_spec = importlib.util.spec_from_file_location(f"ofuzz_adapter_{abs(hash(path))}", path)
     if mod_spec is None or mod_spec.loader is None:
         raise ImportError(f"cannot load adapter file {path}")

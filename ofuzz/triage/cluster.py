@@ -1,0 +1,221 @@
+"""Clustering: a campaign's triaged findings grouped into root causes, each member with how it joined.
+
+A representative's root key comes from its own reduced repro (`pipeline`); here keys are coarsened, families and
+the unknown-shape rule of the engine's noise data applied, and the merge rules (`merge_rules`, a registry run to a
+fixed point) join root causes that evidence shows to be one defect. Every member records how it joined (`members`),
+every merge its evidence (`evidence`), so `ofuzz bugs DIR --explain RC` can say why.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+from ofuzz.core.vocab import DCF, IF
+from ofuzz.core.vocab import BUG, PENDING, UNCONFIRMED
+from ofuzz.judge.noise import NoiseClasses
+from ofuzz.judge.signature import Signature, finding_id
+from ofuzz.judge.judging import Policy
+from ofuzz.triage.merge_rules import FAMILY, run_merge_rules
+from ofuzz.triage.rootcause import (SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of,
+                                    omitted_input_key)
+from ofuzz.triage.witness import hands_on_unknown_shape, peeled_nodes
+
+
+def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: NoiseClasses | None | str = "default") -> dict[str, Any]:
+    """Group the triaged findings into root causes (by the representative's reduced repro) and count the classes.
+    `noise`: the loaded noise classes whose `families` merge one engine code path's operators (default: the shipped)."""
+    if noise == "default":
+        noise = Policy.default().noise
+    infos = _triaged(campaign_dir, findings)
+    roots: dict[str, dict[str, Any]] = {}
+    classes: dict[str, list[str]] = {}
+    key_of_fid: dict[str, RootKey] = {}
+    for fid, info in sorted(infos.items(), key=lambda kv: "~" in kv[0]):  # a signature's first model before its variants
+        klass = info.get("klass", UNCONFIRMED)
+        rep = info if "root" in info else infos.get(info.get("attached_to", ""), {})
+        if klass == BUG and "root" not in rep:
+            klass = PENDING  # attached to a representative whose export has not finished
+        if "~" not in fid:  # a further model of a signature adds root causes, not a signature
+            classes.setdefault(klass, []).append(fid)
+        if klass != BUG:
+            continue
+        key, severity, joined_by, rule = _clustered_key(campaign_dir, fid, info, rep, key_of_fid, noise)  # type: ignore[arg-type]
+        key_of_fid[fid] = key
+        _join(roots, key, severity, fid, info, rep, joined_by, rule)
+    run_merge_rules(roots, passes=1)
+    for rc in roots.values():
+        rc["held"] = sorted(rc["held"])
+        for field in ("where", "reran_as"):
+            if field in rc:
+                rc[field] = sorted(rc[field])
+    ranked = sorted(roots.values(), key=lambda r: (r["severity"], r["engine"], -r["occurrences"], r["id"]))
+    return {"root_causes": ranked, "classes": {k: sorted(v) for k, v in classes.items()}}
+
+
+def _triaged(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Folder id -> its finding.json (with the store's row as `_row`), for every finding and further model triaged."""
+    infos: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        fid = finding_id(f["signature"])
+        for p in [campaign_dir / "repros" / fid / "finding.json", *sorted((campaign_dir / "repros").glob(f"{fid}~*/finding.json"))]:
+            if p.is_file():
+                infos[p.parent.name] = {**json.loads(p.read_text()), "_row": f}
+    return infos
+
+
+def _clustered_key(campaign_dir: Path, fid: str, info: dict[str, Any], rep: dict[str, Any], key_of_fid: dict[str, RootKey],
+                   noise: NoiseClasses | None) -> tuple[RootKey, int, str, Any]:
+    """The root key a bug finding joins, its own severity, how it came to join it (said on the root cause's member
+    list), and the engine's family or unknown-shape rule that decided it (None: its own key)."""
+    nodes = rep.get("reduction", {}).get("nodes_after", 0)
+    failed_op = keyed_failed_op(rep.get("repro_failure") or {})
+    sig, raw_key = Signature.parse(rep["signature"]), RootKey.from_json(rep["root"])
+    if failed_op is None and crash_like(raw_key.failure) and sig.op in raw_key.ops:
+        failed_op = sig.op  # a crash the reducer could not shrink, in the operator its log named (MNN: "... compute LSTM")
+    key = coarsen(raw_key, nodes, sig.text, failed_op)
+    if failed_op and key.status != DCF and key.message not in SHOWN_TRIGGERS:
+        key = omitted_input_key(key, sig.text, _node_of(campaign_dir, rep_folder(fid, info), failed_op)) or key
+    joined_by = "its own reduced repro" if "root" in info else f"attached: the same pre-key as {info.get('attached_to')}, not reduced"
+    base = fid.split("~")[0]
+    if "~" in fid and nodes > WELL_REDUCED and base in key_of_fid:
+        key = key_of_fid[base]  # a further model that did not reduce says nothing new: it joins its signature's root cause
+        joined_by = f"a further model of {base}'s signature that did not reduce ({nodes} nodes)"
+    severity = key.severity()
+    fam = _family(campaign_dir, key, rep_folder(fid, info), nodes, noise)
+    if fam is not None:  # one code path of the engine under several operator names: one root cause
+        return RootKey(key.engine, FAMILY, fam.name, fam.ops, (), (), ""), severity, f"family {fam.name} of {_key_text(key)}", fam
+    unknown = _unknown_shape_rule(campaign_dir, key, rep_folder(fid, info), rep.get("witnesses") or [], noise)
+    if unknown is not None:  # whatever produced the tensor of unknown shape, and whichever consumer tripped on it
+        return (RootKey(key.engine, FAMILY, unknown.name, (), (), (), ""), severity, f"unknown-shape rule {unknown.name} of {_key_text(key)}",
+                unknown)
+    return key, severity, joined_by, None
+
+
+def _key_text(key: RootKey) -> str:
+    return f"{key.status} {key.failure} {'+'.join(key.ops) or '-'}" + (f" [{', '.join(key.attrs)}]" if key.attrs else "")
+
+
+def _join(roots: dict[str, dict[str, Any]], key: RootKey, severity: int, fid: str, info: dict[str, Any], rep: dict[str, Any], joined_by: str,
+          rule: Any) -> None:
+    """Finding `fid` joins the root cause of `key` (made if new): its signature, occurrences, earliest model, source
+    lines, how it re-ran, the smallest repro, and a member record saying how it joined."""
+    rc = roots.setdefault(key.id(), {"id": key.id(), "key": key.to_json(), "severity": severity, "engine": key.engine,
+                                     "converted_as": rep.get("campaign_engine", key.engine),
+                                     "signatures": [], "findings": [], "occurrences": 0, "first_idx": None, "first_model": None,
+                                     "repro": None, "nodes": None, "held": set(), "members": []})
+    rc["severity"] = min(rc["severity"], severity)  # a family is as bad as its worst member
+    if rule is not None:
+        rc["family_why"] = rule.why
+        if hasattr(rule, "failures"):  # a family (an unknown-shape rule has none)
+            rc["family_failures"] = list(rule.failures)
+    rc["members"].append({"finding": fid, "joined_by": joined_by, "why": getattr(rule, "why", "")} if rule is not None else
+                         {"finding": fid, "joined_by": joined_by})
+    rc["held"] |= set(RootKey.from_json(rep["root"]).ops)  # every operator its repros hold, reduced or not
+    if key.message in SHOWN_TRIGGERS:  # keyed by the attribute alone: which operators lacked it (or used the shorthand)
+        trigger = rep.get("trigger") or {}
+        rc["held"] |= {w.split(".", 1)[0] for w in [*trigger.get("omitted", []), *trigger.get("spelled_out", []),
+                                                   *trigger.get("schema_default", [])]}
+    row = info["_row"]
+    if row["signature"] not in rc["signatures"]:
+        rc["signatures"].append(row["signature"])
+        rc["occurrences"] += 1 if "~" in fid else int(row.get("count", 1))
+    rc["findings"].append(fid)
+    first_idx = info.get("first_idx", row["first_idx"])
+    if rc["first_idx"] is None or first_idx < rc["first_idx"]:
+        rc["first_idx"], rc["first_model"] = first_idx, info.get("first_model", row["first_model"])
+    if "root" in info:
+        _own_repro_facts(rc, fid, info)
+
+
+def _own_repro_facts(rc: dict[str, Any], fid: str, info: dict[str, Any]) -> None:
+    """What a member's own reduced repro adds: where the converter failed, how it re-ran, and the smallest repro."""
+    shown = info.get("repro_failure") or {}
+    if shown.get("where"):
+        rc.setdefault("where", set()).add(shown["where"])
+    if shown.get("status"):  # "STATUS failure", as a key spells it: "IF exception:InvalidArgumentError"
+        failure = failure_of(shown["status"], shown.get("category", ""), shown.get("kind", ""), shown.get("etype", ""))
+        rc.setdefault("reran_as", set()).add(f"{shown['status']} {failure}")
+    nodes = info.get("reduction", {}).get("nodes_after", 10**9)
+    if rc["nodes"] is None or nodes < rc["nodes"]:
+        rc["nodes"], rc["repro"], rc["summary"] = nodes, f"repros/{fid}", info.get("summary", "")
+        rc["repro_check"] = info.get("repro_check", "")
+
+
+def keyed_failed_op(repro_failure: dict[str, Any]) -> str | None:
+    """The operator a reduced repro's failure keys on: the one a conversion failed in is where the defect is; the layer
+    a run-time failure surfaced in is often only where a wrong shape met its consumer (seed 77: an Expand's layout
+    defect failed in a Min 8 nodes down), so it guides the reducer's cut but does not key the root cause."""
+    if repro_failure.get("status") == IF:
+        return None
+    return (repro_failure.get("failed_ops") or [None])[-1]
+
+
+
+
+def rep_folder(fid: str, info: dict[str, Any]) -> str:
+    """The folder of the reduced repro a finding's root key comes from (its own, or its representative's)."""
+    return fid if "root" in info else info.get("attached_to", "")
+
+
+def _node_of(campaign_dir: Path, folder: str, op: str) -> onnx.NodeProto | None:
+    path = campaign_dir / "repros" / folder / "model.onnx"
+    if not folder or not path.is_file():
+        return None
+    return next((n for n in onnx.load(str(path)).graph.node if n.op_type == op), None)
+
+
+def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: Any) -> Any:
+    """The engine's operator family (noise/families.yaml) of a one-node repro, counting the node's inputs."""
+    if noise is None or nodes != 1 or len(key.ops) != 1 or key.failure == UPSTREAM or not noise.family_rules:
+        return None
+    path = campaign_dir / "repros" / folder / "model.onnx"
+    if not folder or not path.is_file():
+        return None
+    model = onnx.load(str(path))
+    node = model.graph.node[0]
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i), key.failure, _first_input_rank(model), attrs,
+                        _first_input_type(model))
+
+
+def _unknown_shape_rule(campaign_dir: Path, key: RootKey, folder: str, witness_ops: list[str], noise: Any) -> Any:
+    """The engine's upstream_unknown_shape rule (noise/families.yaml) when this `upstream` failure's culprits hand its
+    consumer only tensors of unknown static shape (see witness.hands_on_unknown_shape); else None."""
+    rule = noise.unknown_shape(key.engine) if noise is not None and key.failure == UPSTREAM and witness_ops else None
+    path = campaign_dir / "repros" / folder / "model.onnx"
+    if rule is None or not folder or not path.is_file():
+        return None
+    model = onnx.load(str(path))
+    return rule if hands_on_unknown_shape(model, peeled_nodes(model, list(witness_ops))) else None
+
+
+def _first_input(model: onnx.ModelProto) -> onnx.TensorProto | onnx.ValueInfoProto | None:
+    """The initializer or graph input that feeds a one-node model's first input (None: neither)."""
+    name = model.graph.node[0].input[0] if model.graph.node and model.graph.node[0].input else ""
+    return next((t for t in model.graph.initializer if t.name == name), None) or \
+        next((v for v in model.graph.input if v.name == name), None)
+
+
+def _first_input_rank(model: onnx.ModelProto) -> int | None:
+    """The rank of a one-node model's first input (None: unknown)."""
+    src = _first_input(model)
+    if isinstance(src, onnx.TensorProto):
+        return len(src.dims)
+    if src is not None and src.type.tensor_type.HasField("shape"):
+        return len(src.type.tensor_type.shape.dim)
+    return None
+
+
+def _first_input_type(model: onnx.ModelProto) -> str | None:
+    """The element type of a one-node model's first input as numpy names it (int32, float32; None: unknown)."""
+    src = _first_input(model)
+    code = src.data_type if isinstance(src, onnx.TensorProto) else (src.type.tensor_type.elem_type if src is not None else 0)
+    try:
+        return onnx.helper.tensor_dtype_to_np_dtype(code).name if code else None
+    except (KeyError, ValueError, TypeError):
+        return None
+
+

@@ -1,0 +1,322 @@
+"""Merge rules: when two root causes are one defect, and the evidence that says so.
+
+Each rule is registered with its name and the evidence it rests on (`@merge_rule`); `run_merge_rules` runs them in
+order, then again, until a whole pass merges nothing (a fixed point, as Hypothesis runs its shrink passes), and every
+merge is recorded on the root cause it lands in (`evidence`: rule, what it merged, the shared fact), so `ofuzz bugs
+--explain RC` can print why two findings are counted as one. To add a rule: write a function of `roots` that calls
+`_merge`/`_merge_groups`/`_absorb_into_one`, decorate it, and say what it rests on.
+"""
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ofuzz.core.vocab import DCF, FAILED, crash_like, crash_or_hang
+from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED
+
+Roots = dict[str, dict[str, Any]]
+FAMILY = "family"  # the status of a root key that stands for an engine's operator family (noise/families.yaml)
+
+
+@dataclass(frozen=True)
+class MergeRule:
+    name: str
+    evidence: str  # what shows that the root causes it merges are one defect
+    run: Callable[[Roots], None]
+
+
+RULES: list[MergeRule] = []
+_ACTIVE: contextvars.ContextVar[MergeRule | None] = contextvars.ContextVar("merge_rule", default=None)
+
+
+def merge_rule(name: str, evidence: str) -> Callable[[Callable[[Roots], None]], Callable[[Roots], None]]:
+    """Register a merge rule; calling it (from `run_merge_rules` or directly) records its merges under `name`."""
+    def wrap(fn: Callable[[Roots], None]) -> Callable[[Roots], None]:
+        rule = MergeRule(name, evidence, fn)
+
+        def run(roots: Roots) -> None:
+            token = _ACTIVE.set(rule)
+            try:
+                fn(roots)
+            finally:
+                _ACTIVE.reset(token)
+
+        run.__doc__, run.__name__ = fn.__doc__, fn.__name__
+        RULES.append(MergeRule(name, evidence, run))
+        return run
+    return wrap
+
+
+MAX_PASSES = 5
+
+
+def run_merge_rules(roots: Roots, passes: int = MAX_PASSES) -> int:
+    """Every registered rule, in order, until a pass merges nothing (at most `passes`); returns the passes run."""
+    for n in range(1, passes + 1):
+        before = len(roots)
+        for rule in RULES:
+            rule.run(roots)
+        if len(roots) == before:
+            return n
+    return passes
+
+
+def key_text(root: dict[str, Any]) -> str:
+    """A root key in one line, as `ofuzz bugs` shows it."""
+    k = root["key"]
+    text = f"{root.get('engine', k.get('engine', '?'))} {k['status']} {k['failure']} {'+'.join(k.get('ops', [])) or '-'}"
+    return text + (f" [{', '.join(k['attrs'])}]" if k.get("attrs") else "") + (f" \"{k['message']}\"" if k.get("message") else "")
+
+
+@merge_rule("shown-trigger", "the same rewrite of the repro (an omitted default written out, a shorthand spelled out) makes one converter right on both")
+def absorb_shown_triggers(roots: Roots) -> None:
+    """Root causes keyed by the same shown trigger of one converter (an omitted prose default written out, or a
+    shorthand spelled out, made the failure go) are one, whatever the failure or the converter's mode: MNN's pools
+    without strides crash (SIGFPE, converter SIGILL) or, on some shapes, report a shape error; onnx2tf's AveragePool
+    with SAME_LOWER gives wrong values in one mode and fails to convert in the other (seed 76). They join the worst of
+    them, so the root cause keeps the crash's severity."""
+    groups: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
+    for rid, r in roots.items():
+        if r["key"].get("message") in SHOWN_TRIGGERS:
+            groups.setdefault((_converter(r), r["key"]["message"], tuple(r["key"]["attrs"])), []).append(rid)
+    _merge_groups(roots, groups)
+
+
+def _merge_groups(roots: Roots, groups: dict[Any, list[str]]) -> None:
+    """Each group of root cause ids becomes one: into the worst, then the earliest (the severity and the first model
+    stay the group's); the group's key is the shared fact recorded."""
+    for shared, ids in groups.items():
+        into = min(ids, key=lambda i: (roots[i]["severity"], roots[i]["first_idx"] if roots[i]["first_idx"] is not None else 10**12, i))
+        for rid in sorted(ids):
+            if rid != into:
+                _merge(roots, rid, roots[into], shared=list(shared) if isinstance(shared, tuple) else shared)
+
+
+@merge_rule("upstream-superset", "an upstream failure whose operators include a smaller upstream root cause of the same engine and status")
+def absorb_supersets(roots: Roots) -> None:
+    """A failure keyed `upstream` (its failing operator runs alone, so the defect lies in what feeds it) whose operators
+    include all of a smaller upstream failure's, of the same engine and status, joins that smaller root cause: the extra
+    operators are consumers the reducer could not remove, which carry the same bad tensor further (onnx2tf's
+    dynamic-shape Expand reached Conv, Equal, MatMul, Slice→Pad: one root cause, not five).  Only into another upstream
+    root cause: an operator that fails on its own (a grouped Conv1D) is a defect of its own, not the source of others."""
+    def ops(r: dict[str, Any]) -> set[str]:
+        return set(r["key"]["ops"])
+
+    for rid in sorted(roots, key=lambda i: -len(ops(roots[i]))):  # largest first, so chains collapse onto the smallest
+        r = roots[rid]
+        if r["key"]["failure"] != UPSTREAM or not ops(r):
+            continue
+        into = [o for o in roots.values() if o is not r and o["engine"] == r["engine"] and o["key"]["status"] == r["key"]["status"]
+                and o["key"]["failure"] == UPSTREAM and o["key"]["ops"] and ops(o) < ops(r)]
+        if not into:
+            continue
+        _merge(roots, rid, min(into, key=lambda o: (len(ops(o)), o["id"])))
+
+
+@merge_rule("unreduced-into-reduced", "an unreduced failure with the same status, failure and message holds the operators of exactly one reduced root cause")
+def absorb_unreduced(roots: Roots) -> None:
+    """A failure whose repro the reducer could not bring down (keyed without operators) joins the one reduced root cause
+    of the same engine, status, failure and message whose operators its repro holds: MNN's converter crashing on an
+    LSTM came back as a 1-node root cause and as two 5- and 8-node ones holding that LSTM (hand triage 6).  Only when
+    exactly one reduced root cause fits: with two candidates nothing tells which the big repro shows."""
+    def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
+        k, ko = r["key"], o["key"]
+        return (o["engine"] == r["engine"] and ko["status"] == k["status"] and ko["failure"] == k["failure"]
+                and ko.get("message", "") == k.get("message", "") and bool(ko["ops"]) and set(ko["ops"]) <= set(r["held"]))
+
+    _absorb_into_one(roots, lambda r: (not r["key"]["ops"] and r["key"]["status"] != DCF and bool(r["held"])
+                                      and r["key"].get("message") not in SHOWN_TRIGGERS), fits)
+
+
+def _absorb_into_one(roots: Roots, wants: Callable[[dict[str, Any]], bool],
+                     fits: Callable[[dict[str, Any], dict[str, Any]], bool]) -> None:
+    """Each root cause that `wants` picks joins the other root cause that `fits` it, when exactly one does (with two,
+    nothing tells which of them it is)."""
+    for rid in sorted(roots):
+        r = roots.get(rid)
+        if r is None or not wants(r):
+            continue
+        into = [o for o in roots.values() if o is not r and fits(r, o)]
+        if len(into) == 1:
+            _merge(roots, rid, into[0])
+
+
+def _merge(roots: Roots, rid: str, target: dict[str, Any], **shared: Any) -> None:
+    """Root cause `rid` joins `target`: its signatures, findings, occurrences, source lines and earliest model; the
+    active rule's evidence and the `shared` fact (a source line, a trigger) are recorded on `target`."""
+    r = roots.pop(rid)
+    target["signatures"] += [s for s in r["signatures"] if s not in target["signatures"]]
+    target["findings"] += r["findings"]
+    target["occurrences"] += r["occurrences"]
+    target.setdefault("absorbed", []).append(rid)
+    rule = _ACTIVE.get()
+    target.setdefault("evidence", []).append({"rule": rule.name if rule else "direct", "why": rule.evidence if rule else "",
+                                              "merged": rid, "merged_key": key_text(r), "into_key": key_text(target),
+                                              "findings": list(r["findings"]), **shared})
+    target["evidence"] += r.get("evidence", [])
+    if r.get("members"):
+        target.setdefault("members", []).extend(r["members"])
+    if r.get("where"):  # the converter source lines its repros failed at
+        target.setdefault("where", set()).update(r["where"])
+    if "severity" in r:  # as bad as its worst member
+        target["severity"] = min(target.get("severity", r["severity"]), r["severity"])
+    if r["first_idx"] is not None and (target["first_idx"] is None or r["first_idx"] < target["first_idx"]):
+        target["first_idx"], target["first_model"] = r["first_idx"], r["first_model"]
+
+
+@merge_rule("consumer-of-upstream", "a consumer failure whose repro holds the producer of exactly one upstream root cause of the same engine and status")
+def absorb_consumers_of_upstream(roots: Roots) -> None:
+    """A failure keyed by how a consumer complained (its exception and message) whose repro holds the producer of an
+    `upstream` root cause of the same engine and status, plus more, joins it: the consumer fails because of what that
+    producer hands it (hand triage 7: onnx2tf's ConstantOfShape layout as `upstream ConstantOfShape` and again as
+    ConstantOfShape+GatherElements raising InvalidArgumentError; its Expand defect again in an unreduced 8-node repro).
+    Only when exactly one upstream root cause fits, and never a crash or a hang: those are defects wherever they happen
+    (an unreduced 16-node onnx2tf hang had joined an `upstream Slice` root cause because its model held a Slice)."""
+    def wants(r: dict[str, Any]) -> bool:
+        k = r["key"]
+        return (k["status"] in FAILED and k["failure"] != UPSTREAM and not crash_or_hang(k["failure"])
+                and k.get("message") not in SHOWN_TRIGGERS)  # its trigger was shown, not guessed
+
+    def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
+        ko = o["key"]
+        return (o["engine"] == r["engine"] and ko["status"] == r["key"]["status"] and ko["failure"] == UPSTREAM and bool(ko["ops"])
+                and set(ko["ops"]) < (set(r["key"]["ops"]) or set(r["held"])))
+
+    _absorb_into_one(roots, wants, fits)
+
+
+@merge_rule("upstream-into-wrong-shape", "its culprit operator alone gives a wrong shape on the same converter, which makes consumers fail")
+def absorb_upstream_into_wrong_shape(roots: Roots) -> None:
+    """A failure keyed `upstream X` (its consumer runs fine alone, so X hands it something bad) joins the engine's one
+    root cause `DCF shape` in X alone: a wrong output shape is exactly what makes consumers fail (hand triage 7: MNN
+    ignoring MaxPool's dilations came back as `DCF shape MaxPool` and as `IF upstream MaxPool`, whose consumer failed
+    on the 6x8 output). A wrong value or dtype does not make a consumer fail, so only shape.
+
+    Across the modes of one converter too: a conversion failure moved to the mode users run (`tensorflow-nhwc`,
+    `converted_as` the campaign's `tensorflow`) is the same converter's handler (hand triage 8: onnx2tf's Shape
+    ignoring a lone `start` was `DCF shape Shape` in keep-shape mode and `MCF upstream Shape` in the default one)."""
+    _absorb_into_one(roots, lambda r: r["key"]["failure"] == UPSTREAM and len(r["key"]["ops"]) == 1,
+                     lambda r, o: _converter(o) == _converter(r) and _wrong_shape_in(o, r["key"]["ops"]))
+
+
+@merge_rule("upstream-same-signature", "one campaign signature whose models reduced to the operator alone and to it with a consumer")
+def absorb_upstream_into_its_signature(roots: Roots) -> None:
+    """A failure keyed `upstream X` joins the engine's one root cause in which X fails alone, at the same status, when
+    the two share a signature (the same failure and message in the campaign): the reducer kept a consumer of X in one
+    model of that signature and not in the other. Hand triage 13: the reference's Pad on negative pads came back as
+    `IF upstream Pad` (2 nodes, the signature's first model) and `IF exception:ValueError Pad` (1 node, its further
+    model), one message "index can't contain negative values"."""
+    _absorb_into_one(roots, lambda r: r["key"]["failure"] == UPSTREAM and len(r["key"]["ops"]) == 1,
+                     lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == r["key"]["status"]
+                                   and o["key"]["failure"] != UPSTREAM and list(o["key"]["ops"]) == list(r["key"]["ops"])
+                                   and bool(set(o["signatures"]) & set(r["signatures"]))))
+
+
+@merge_rule("failed-node-is-run-failure", "every repro of the divergence re-runs as the same exception in the same operator")
+def absorb_failed_node_into_its_run_failure(roots: Roots) -> None:
+    """A `DCF failure` root cause (the blamed engine failed to compute the diverging node once its intermediates were
+    exposed) whose repros all re-run as a run failure (IF) of exception type E joins the engine's one `IF exception:E`
+    root cause of the same operator: the node fails to run either way. Hand triage 14 (#19): onnx2tf's RoiAlign
+    dividing by H-1 = 0 came back as `DCF failure RoiAlign` and as `IF exception:InvalidArgumentError RoiAlign`, one
+    source line and one message on re-run; the same pair appeared in every small-model campaign checked."""
+    def failed_node(r: dict[str, Any]) -> bool:
+        reran = set(r.get("reran_as") or ())
+        return (r["key"]["status"] == DCF and r["key"]["failure"] == "failure" and len(r["key"]["ops"]) == 1
+                and len(reran) == 1 and next(iter(reran)).startswith("IF exception:"))
+
+    def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
+        return (o["engine"] == r["engine"] and f"{o['key']['status']} {o['key']['failure']}" == next(iter(r["reran_as"]))
+                and list(o["key"]["ops"]) == list(r["key"]["ops"]))
+
+    _absorb_into_one(roots, failed_node, fits)
+
+
+@merge_rule("same-handler-other-mode", "one converter handler, the same operator failing in both modes of the converter")
+def absorb_across_modes(roots: Roots) -> None:
+    """A one-operator failure in one mode of a converter (a repro of up to three nodes keyed by one operator, or
+    `upstream X`) joins the converter's one root cause of that operator in its other mode: a wrong shape, or the
+    operator failing alone. One
+    handler serves both modes, and the mode decides only how its mistake shows (hand triage 10: onnx2tf's OneHot.py:137
+    adds a negative axis twice, a wrong shape in keep-shape mode and a ValueError in the default one; its RoiAlign on a
+    1x1 map divides by H-1 = 0 and fails alone in keep-shape mode, and in the default one in the Add that consumes it).
+    Only across modes (two engines, one converter), never a crash, and only when exactly one root cause fits."""
+    def one_op_failure(r: dict[str, Any]) -> bool:
+        k = r["key"]
+        return (k["status"] in FAILED and not crash_or_hang(k["failure"]) and len(k["ops"]) == 1
+                and k.get("message") not in SHOWN_TRIGGERS and (k["failure"] == UPSTREAM or (r.get("nodes") or 99) <= WELL_REDUCED))
+
+    def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
+        fails_alone = one_op_failure(o) and o["key"]["failure"] != UPSTREAM
+        return (o["engine"] != r["engine"] and _converter(o) == _converter(r) and list(o["key"]["ops"]) == list(r["key"]["ops"])
+                and (_wrong_shape_in(o, r["key"]["ops"]) or fails_alone))
+
+    _absorb_into_one(roots, one_op_failure, fits)
+
+
+def _converter(root: dict[str, Any]) -> str:
+    """The engine whose conversion a root cause shows: the campaign's engine of a failure moved to its users' mode."""
+    return str(root.get("converted_as") or root["engine"])
+
+
+def _wrong_shape_in(root: dict[str, Any], ops: Any) -> bool:
+    """Is `root` a `DCF shape` root cause in exactly these operators, or a family of them whose failures include a wrong
+    shape (the target other symptoms of one defect join)? Hand triage 12: the reference MaxPool's misread pad order,
+    a family, and its wrong shape surfacing in a Where (`upstream MaxPool`) were two root causes."""
+    k = root["key"]
+    if k["status"] == FAMILY:
+        return "shape" in (root.get("family_failures") or []) and set(ops) <= set(k["ops"])
+    return k["status"] == DCF and k["failure"] == "shape" and list(k["ops"]) == list(ops)
+
+
+@merge_rule("refusal-and-crash-of-one-lowering", "one operator alone, at one stage, crashes on some shapes and refuses others")
+def absorb_refusal_into_crash(roots: Roots) -> None:
+    """A one-node failure with a message joins the engine's one crash in that same operator alone, at the same stage
+    (run or conversion): a crash carries no message to tell it apart, and an operator whose lowering is broken crashes
+    on some shapes and refuses others (hand triages 7 and 8: MNN's 2-input Mean segfaults when its inputs broadcast
+    and says "Create execution error" when they do not: one lowering, two root causes).  Into the crash, so the root
+    cause keeps the worst severity; only when exactly one crash fits."""
+    def one_op(r: dict[str, Any]) -> bool:
+        return r["nodes"] == 1 and len(r["key"]["ops"]) == 1
+
+    _absorb_into_one(roots, lambda r: (r["key"]["status"] in FAILED and r["key"]["failure"] != UPSTREAM
+                                      and not crash_or_hang(r["key"]["failure"]) and one_op(r)),
+                     lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == r["key"]["status"]
+                                   and crash_like(o["key"]["failure"]) and one_op(o) and o["key"]["ops"] == r["key"]["ops"]))
+
+
+@merge_rule("values-and-shape-of-one-operator", "one operator alone with the same attributes gives a wrong shape or wrong values")
+def absorb_wrong_values_into_wrong_shape(roots: Roots) -> None:
+    """A one-operator `DCF value` root cause joins the engine's one `DCF shape` root cause in that operator with the same
+    attributes: an operator that selects the wrong elements gives a wrong shape or only wrong values depending on the
+    case (hand triage 8: onnx2tf's Slice begin_mask with a negative step returned the whole axis — `shape` — or index 1
+    instead of 0 — `value`). Different modes or attributes keep them apart (MNN's Resize: output size vs align_corners),
+    and with two shape root causes to choose from nothing tells which."""
+    _absorb_into_one(roots, lambda r: r["key"]["status"] == DCF and r["key"]["failure"] == "value" and len(r["key"]["ops"]) == 1,
+                     lambda r, o: (o["engine"] == r["engine"] and _wrong_shape_in(o, r["key"]["ops"])
+                                   and list(o["key"].get("attrs", [])) == list(r["key"].get("attrs", []))))
+
+
+@merge_rule("same-source-line", "the reduced repros fail at the same line of the converter source")
+def absorb_same_source_line(roots: Roots) -> None:
+    """Failures of one converter whose reduced repros fail at the same line of its source (the adapter's `where`,
+    "ops/ScatterElements.py:240:make_node") are one root cause, whatever operator or message keyed them: that line is
+    the unit of a defect to its maintainer, and the hand triages' rule for duplicates. In a shared helper (a function
+    outside the per-operator handlers, utils/...) the function is the unit: one misuse in two branches of it is one
+    defect. Seed 77: onnx2tf's ScatterElements.py:240 as a ValueError and an InvalidArgumentError; Div and Sub both in
+    explicit_broadcast; ReduceL1 and ReduceL2 at two lines of define_reduceXXX (hand triage 11 #24). Never a crash
+    (no line) and only roots with one place; into the worst, then earliest."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for rid, r in roots.items():
+        places = {_place(w) for w in r.get("where") or set()}
+        if len(places) == 1 and r["key"]["status"] in FAILED and not crash_or_hang(r["key"]["failure"]):
+            groups.setdefault((_converter(r), next(iter(places))), []).append(rid)
+    _merge_groups(roots, groups)
+
+
+def _place(where: str) -> str:
+    """The unit of a defect at `where` ("path:line:function"): the line in a per-operator handler, the function in a
+    shared helper (utils/)."""
+    path, _, rest = where.partition(":")
+    line, _, function = rest.partition(":")
+    return f"{path}:{function}" if path.startswith("utils/") and function else f"{path}:{line}"

@@ -1,0 +1,90 @@
+"""Trigger rewrites: the smallest change that makes the engine right on a reduced repro (an omitted default written
+out, a shorthand spelled out), which names the root cause by its trigger instead of by how it failed.
+
+Each rewrite is judged on the blamed engine and its two cheap voters only: a rewrite's question is whether the failure
+goes, not who else is right.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+from ofuzz.core import onnx_guard
+from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, written_out
+from ofuzz.core.vocab import DCF, DCP
+from ofuzz.exec.runner import EnginePool
+from ofuzz.judge.judging import Policy, judge_in_memory
+from ofuzz.judge.localise import pick_voters
+from ofuzz.triage.rootcause import crash_like, failure_of
+
+
+def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str,
+                             policy: Policy, status: str, crashed: bool = False) -> list[str]:
+    """The omitted prose-default attributes ("MaxPool.strides", see prose_defaults) a reduced repro's failure needs:
+    written out at their defaults, `engine` runs the repro (a failure, `status` IF/MCF) or also agrees with two voters
+    (a wrong value). All of them first, then each attribute alone, to name the one that matters (the pools' strides,
+    not their pads). Empty when nothing was omitted or it still fails."""
+    def fixes(only: set[str] | None) -> list[str]:
+        fixed, wrote = written_out(model, only)
+        return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, status, crashed) else []
+
+    every = fixes(None)
+    names = sorted({w.split(".", 1)[1] for w in every})
+    alone = [w for name in names for w in fixes({name})] if len(names) > 1 else []
+    return alone or every
+
+
+def schema_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str,
+                            policy: Policy) -> list[str]:
+    """The omitted schema-default attributes ("ReduceSumSquare.keepdims") a one-node repro's wrong shape needs: with them
+    written at their defaults (see prose_defaults.schema_defaults_written_out) `engine` agrees with two voters. All of
+    them first, then each alone, to name the one that matters. Only for a wrong shape, where a misread default
+    (keepdims, axis) shows, so the export spends one extra judgement on few findings; empty when nothing was omitted or
+    it still fails."""
+    def fixes(only: set[str] | None) -> list[str]:
+        fixed, wrote = schema_defaults_written_out(model, only)
+        return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, DCF) else []
+
+    every = fixes(None)
+    alone = [w for name in every for w in fixes({name})] if len(every) > 1 else []
+    return alone or every
+
+
+def auto_pad_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
+                     status: str, crashed: bool = False) -> list[str]:
+    """The auto_pad shorthands ("AveragePool.auto_pad=SAME_LOWER") a reduced repro's failure needs: with the explicit pads
+    they stand for, `engine` runs it (a failure) or also agrees with two voters (a wrong value). Empty otherwise."""
+    if not any(a.name == "auto_pad" and a.s in (b"SAME_UPPER", b"SAME_LOWER") for n in model.graph.node for a in n.attribute):
+        return []
+    inferred = onnx_guard.inferred(model, strict=False, check=False)
+    if inferred is None:
+        return []
+    shapes = {vi.name: tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
+              for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
+    shapes.update({k: tuple(np.shape(v)) for k, v in feeds.items()})
+    fixed, wrote = auto_pad_written_out(model, shapes)
+    return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, status, crashed) else []
+
+
+def _goes_away(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, status: str,
+               crashed: bool = False) -> bool:
+    """Does `engine` run the rewritten repro (a failure, `status` IF/MCF) or also agree with two voters (a wrong value)?
+    A failure only has to go: MNN's MaxPool with strides written out converts, and its ReduceSumSquare consumer is then
+    wrong (another defect, keepdims), which the repro does not show. A crash (`crashed`) only has to stop crashing:
+    MNN's AveragePool→Mean without strides dies with SIGILL in the converter, and with strides its two-input Mean fails
+    cleanly (another defect; hand triage 11 found that pair as a root cause of its own)."""
+    judged = judge_in_memory(pool, fixed, feeds, do_localise=False, policy=policy,
+                             skip=_all_but_voters(pool, engine, "not needed to test a rewritten trigger"))
+    now = judged.verdict.results.get(engine)
+    if now is None:
+        return False
+    if crashed and now.status != DCF and now.outcome is not None and not now.outcome.ok:
+        return not crash_like(failure_of(now.status, kind=now.outcome.kind, etype=now.outcome.etype or now.outcome.signal))
+    return now.status in ((DCP,) if status == DCF else (DCP, DCF))
+
+
+
+def _all_but_voters(pool: EnginePool, engine: str, why: str) -> dict[str, str]:
+    """Skip every engine but `engine` and its two cheap voters."""
+    keep = set(pick_voters(pool.names, engine, limit=2)) | {engine}
+    return {e: why for e in pool.names if e not in keep}
