@@ -46,7 +46,7 @@ def ofuzz(*args: str, timeout: float | None = None) -> subprocess.CompletedProce
 
 def covered(bug: dict, roots: list[dict]) -> bool:
     """A corpus bug counts as found if a root cause blames its engine with its status on its operator, or is a family
-    of that engine (noise/families.yaml) holding the operator whose failure classes include the bug's (a DCF's
+    of that engine (backends/<engine>/triage.yaml) holding the operator whose failure classes include the bug's (a DCF's
     category, else its status; a family without failure classes takes any). Families are keyed by their name, not a
     status, so without this MNN's ArgMax or 1-D Conv bugs went uncounted once their family merged them."""
     for r in roots:

@@ -179,3 +179,40 @@ def test_the_test_doubles_hang_is_not_starved(double, tmp_path):
     assert double.prepare(single_op_model(tmp_path / "softsign.onnx", "Softsign"), ["x"], ["y"], timeout=20).ok
     out = double.run(x, timeout=2)
     assert out.kind == "timeout" and out.starved is not None and out.starved < 0.5, out
+
+
+def fusion_model(tmp_path):
+    """x -> Relu -> Add(., x) -> y: the TEST DOUBLE's Add is off by one only after a Relu (each node is right alone)."""
+    from onnx import helper
+
+    F = onnx.TensorProto.FLOAT
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="n0_Relu"), helper.make_node("Add", ["r", "x"], ["y"], name="n1_Add")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])])
+    path = tmp_path / "fusion.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+def test_a_divergence_of_two_nodes_together_is_a_fusion_defect_not_drift(tmp_path):
+    """Each node agrees alone on identical inputs, the window Relu+Add does not: a multi-node defect (an optimizer's
+    fusion, a converter's pattern), isolated to that window, not drift."""
+    import dataclasses
+
+    from ofuzz.judge.judging import BUG, Policy
+
+    specs = [dataclasses.replace(resolve(["testdouble"])[0], options={"faults": {"Add": "run:wrong?after=Relu"}}), *resolve(["onnxruntime", "reference"])]
+    path = fusion_model(tmp_path)
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        j = judge_model(pool, onnx.load(str(path)), path, {"x": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)}, policy=Policy.default())
+        alone_path = tmp_path / "add.onnx"
+        m = onnx.load(str(path))
+        del m.graph.node[0]
+        m.graph.node[0].input[0] = "x"  # Add(x, x): no Relu before it
+        onnx.save(m, str(alone_path))
+        alone = judge_model(pool, m, alone_path, {"x": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)}, policy=Policy.default())
+    (f,) = j.findings
+    iso = f.detail["isolation"]
+    assert f.klass == BUG and iso["verdict"] == "defect" and iso["fusion"] == ["Relu", "Add"], iso
+    assert [n.op_type for n in j.isolated["testdouble"].model.graph.node] == ["Relu", "Add"]
+    assert not alone.findings  # the Add alone is right: the condition needs the Relu before it

@@ -80,3 +80,18 @@ def test_nothing_imports_the_cli():
 def test_graph_sees_the_modules():
     g = import_graph()
     assert "ofuzz.gen.solver.rules" in g and g.has_edge("ofuzz.campaign.loop", "ofuzz.store.campaign_store")
+
+
+def test_no_module_over_500_lines_and_no_function_over_60():
+    """Small modules with one job each (scripts/check_sizes.py prints the largest)."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "check_sizes.py"
+    spec = importlib.util.spec_from_file_location("check_sizes", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    modules, functions = mod.sizes()
+    assert not [m for m in modules if m[0] > mod.MAX_MODULE], modules[:3]
+    assert not [f for f in functions if f[0] > mod.MAX_FUNCTION], functions[:3]

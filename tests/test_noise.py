@@ -1,4 +1,4 @@
-"""Noise classes (noise/*.yaml through ofuzz/judge/noise.py): capability gaps, spec-undefined results,
+"""Noise classes (noise/*.yaml through ofuzz/judge/noise/): capability gaps, spec-undefined results,
 reference-evaluator gaps, and the loader's one-line errors.
 
 The messages below are verbatim from real engine runs through ofuzz's workers (single-op models,
@@ -155,7 +155,8 @@ def nc():
 
 def test_shipped_files_load(nc):
     assert noise_dir() == Path(__file__).resolve().parents[1] / "noise"
-    assert {Path(s).name for s in nc.sources} == {"unsupported.yaml", "undefined.yaml", "reference_gaps.yaml", "families.yaml"}
+    assert {Path(s).name for s in nc.sources} == {"unsupported.yaml", "undefined.yaml", "reference_gaps.yaml", "triage.yaml"}
+    assert {Path(s).parent.name for s in nc.sources if Path(s).name == "triage.yaml"} == {"mnn", "reference", "tensorflow"}
     assert len(nc.unsupported_rules) >= 10 and len(nc.undefined_rules) >= 10 and len(nc.reference_gap_rules) >= 10
 
 
@@ -198,6 +199,14 @@ def test_op_falls_back_to_the_hint_and_must_be_an_onnx_op(nc):
 
 def node(op: str, n_in: int = 1, n_out: int = 1, **attrs) -> onnx.NodeProto:
     return helper.make_node(op, [f"i{k}" for k in range(n_in)], [f"o{k}" for k in range(n_out)], **attrs)
+
+
+SEEN_ON = {"reference": "1.23.2"}  # the versions the shipped families were seen on (MNN: 3.6.1)
+
+
+def family_of(nc, engine, *args, **kw):
+    """nc.family on the version the shipped families were seen on."""
+    return nc.family(engine, *args, **kw, version=SEEN_ON.get(engine, "3.6.1"))
 
 
 F, I32 = np.float32, np.int32
@@ -471,17 +480,19 @@ def test_nan_policy_of_the_max_min_family_is_undefined(nc):
     assert nc.undefined(node("Elu"), [np.array([1.0, -2.0], F)]) is None
 
 
-def test_nan_propagation_is_policy_only_when_nan_handling_is_all_that_differs(nc):
-    """A NaN input and a `nan` divergence (every finite element agrees) is the NaN policy, for any operator except
-    those whose text says NaN in, NaN out; a wrong number (`value`), an unknown divergence or no NaN input is not."""
+def test_nan_propagation_is_policy_only_for_operators_defined_by_comparisons(nc):
+    """IEEE 754 arithmetic and the elementary functions propagate NaN: an engine that turns a NaN into a number in
+    Tanh, Exp, Softplus, Conv or a recurrent cell without `clip` has a defect (severity NaN/Inf handling). Only
+    operators defined by comparisons (TopK, Hardmax, quantisation's clamp, a recurrent `clip`) leave NaN's fate to
+    the engine, and only when NaN handling is all that differs (`nan`)."""
     nan = np.array([1.0, np.nan], F)
-    assert nc.undefined(node("Tanh"), [nan], 17, "nan").rule == "nan-policy-propagation"
-    assert nc.undefined(node("RNN", 3), [nan, np.ones(2, F), np.ones(2, F)], 17, "nan").rule == "nan-policy-propagation"
-    assert nc.undefined(node("Tanh"), [nan], 17, "value") is None
-    assert nc.undefined(node("Tanh"), [nan], 17) is None  # divergence unknown: not undefined
-    assert nc.undefined(node("Tanh"), [np.array([1.0, 2.0], F)], 17, "nan") is None  # NaN made from numbers: a bug
-    assert nc.undefined(node("Floor"), [nan], 17, "nan") is None  # Floor: "If x is ... NaN ... x itself is returned"
-    assert nc.undefined(node("Mod", 2), [nan, np.ones(2, F)], 17, "nan") is None  # Mod: "If either argument is NaN, NaN"
+    for op in ("Tanh", "Exp", "Sigmoid", "Softplus", "Softmax"):
+        assert nc.undefined(node(op), [nan], 17, "nan") is None, op
+    assert nc.undefined(node("RNN", 3), [nan, np.ones(2, F), np.ones(2, F)], 17, "nan") is None
+    assert nc.undefined(node("RNN", 3, clip=1.0), [nan, np.ones(2, F), np.ones(2, F)], 17, "nan").rule == "nan-policy-recurrent-clip"
+    assert nc.undefined(node("TopK", 2), [nan, np.array([1], np.int64)], 17, "nan").rule == "nan-policy-comparison-built"
+    assert nc.undefined(node("TopK", 2), [nan, np.array([1], np.int64)], 17, "value") is None  # a wrong number stays a bug
+    assert nc.undefined(node("Hardmax"), [np.array([1.0, 2.0], F)], 17, "nan") is None  # NaN made from numbers: a bug
 
 
 def test_roialign_max_mode_is_undefined_and_avg_is_not(nc):
@@ -507,52 +518,52 @@ def test_pinned_versions_answer_to_their_engines_rules(nc):
 
 def test_families_name_one_code_path_per_engine(nc):
     """MNN's N-ary elementwise family holds Sum/Min/Max/Mean with 3+ inputs, for MNN and its versions only."""
-    fam = nc.family("mnn", "Max", 3)
-    assert fam is not None and fam.name == "mnn-nary-eltwise" and nc.family("mnn@3.5.0", "Sum", 4) == fam
-    assert nc.family("mnn", "Max", 2) is None and nc.family("tensorflow", "Sum", 3) is None and nc.family("mnn", "Add", 3) is None
+    fam = family_of(nc, "mnn", "Max", 3)
+    assert fam is not None and fam.name == "mnn-nary-eltwise" and family_of(nc, "mnn@3.5.0", "Sum", 4) == fam
+    assert family_of(nc, "mnn", "Max", 2) is None and family_of(nc, "tensorflow", "Sum", 3) is None and family_of(nc, "mnn", "Add", 3) is None
     # a family can be limited to failure classes: MNN's Exp clamp gives wrong values and Infs, not crashes
-    assert nc.family("mnn", "Softplus", 1, "value").name == nc.family("mnn@3.5.0", "Exp", 1, "inf").name == "mnn-exp-kernel"
-    assert nc.family("mnn", "Exp", 1, "crash") is None and nc.family("mnn", "LpPool", 1, "value").name == "mnn-avgpool-divisor"
+    assert family_of(nc, "mnn", "Softplus", 1, "value").name == family_of(nc, "mnn@3.5.0", "Exp", 1, "inf").name == "mnn-exp-kernel"
+    assert family_of(nc, "mnn", "Exp", 1, "crash") is None and family_of(nc, "mnn", "LpPool", 1, "value").name == "mnn-avgpool-divisor"
     # one operator, the ways one defect of it shows: the reference's MaxPool pads order raises ValueError or RuntimeError
     # (hand triage 9); its ceil_mode shape defect, a TypeError or another engine stay apart
-    pads = nc.family("reference", "MaxPool", 1, "exception:ValueError")
-    assert pads is not None and pads == nc.family("reference", "MaxPool", 1, "exception:RuntimeError")
-    assert nc.family("reference", "MaxPool", 1, "shape") == pads  # unequal pads misread also give wrong shapes (seed 76)
-    assert nc.family("reference", "MaxPool", 1, "value") is None and nc.family("reference", "MaxPool", 1, "exception:TypeError") is None
-    assert nc.family("onnxruntime", "MaxPool", 1, "exception:ValueError") is None
-    assert nc.family("mnn", "Equal", 2, "value") == nc.family("mnn", "Less", 2, "value") != None  # noqa: E711
-    assert nc.family("mnn", "GatherND", 2, "value") == nc.family("mnn", "GatherElements", 2, "value") != None  # noqa: E711
+    pads = family_of(nc, "reference", "MaxPool", 1, "exception:ValueError")
+    assert pads is not None and pads == family_of(nc, "reference", "MaxPool", 1, "exception:RuntimeError")
+    assert family_of(nc, "reference", "MaxPool", 1, "shape") == pads  # unequal pads misread also give wrong shapes (seed 76)
+    assert family_of(nc, "reference", "MaxPool", 1, "value") is None and family_of(nc, "reference", "MaxPool", 1, "exception:TypeError") is None
+    assert family_of(nc, "onnxruntime", "MaxPool", 1, "exception:ValueError") is None
+    assert family_of(nc, "mnn", "Equal", 2, "value") == family_of(nc, "mnn", "Less", 2, "value") != None  # noqa: E711
+    assert family_of(nc, "mnn", "GatherND", 2, "value") == family_of(nc, "mnn", "GatherElements", 2, "value") != None  # noqa: E711
     # a family can be limited to ranks of the first input: MNN's 1-D Conv and ConvTranspose come back rank 4 (triage 13)
-    conv1d = nc.family("mnn", "Conv", 3, "shape", 3)
-    assert conv1d is not None and conv1d == nc.family("mnn", "ConvTranspose", 2, "shape", 3)
-    assert nc.family("mnn", "Conv", 3, "shape", 4) is None and nc.family("mnn", "Conv", 3, "shape") is None
-    assert nc.family("mnn", "Conv", 3, "value", 3) is None
+    conv1d = family_of(nc, "mnn", "Conv", 3, "shape", 3)
+    assert conv1d is not None and conv1d == family_of(nc, "mnn", "ConvTranspose", 2, "shape", 3)
+    assert family_of(nc, "mnn", "Conv", 3, "shape", 4) is None and family_of(nc, "mnn", "Conv", 3, "shape") is None
+    assert family_of(nc, "mnn", "Conv", 3, "value", 3) is None
     # MNN's one Reduce transform ignores the axes input of opset 18 under five names; the opset-17 form (one input),
     # its wrong values and the Reduce ops it converts elsewhere (ReduceSum) stay apart
-    axes = nc.family("mnn", "ReduceL2", 2, "shape")
-    assert axes is not None and axes == nc.family("mnn", "ReduceLogSum", 2, "shape") == nc.family("mnn", "ReduceSumSquare", 2, "shape")
-    assert nc.family("mnn", "ReduceL2", 1, "shape") is None and nc.family("mnn", "ReduceSum", 2, "shape") is None
-    assert nc.family("mnn", "ReduceL1", 2, "value") is None and nc.family("mnn", "ReduceLogSumExp", 1, "value").name == "mnn-exp-kernel"
+    axes = family_of(nc, "mnn", "ReduceL2", 2, "shape")
+    assert axes is not None and axes == family_of(nc, "mnn", "ReduceLogSum", 2, "shape") == family_of(nc, "mnn", "ReduceSumSquare", 2, "shape")
+    assert family_of(nc, "mnn", "ReduceL2", 1, "shape") is None and family_of(nc, "mnn", "ReduceSum", 2, "shape") is None
+    assert family_of(nc, "mnn", "ReduceL1", 2, "value") is None and family_of(nc, "mnn", "ReduceLogSumExp", 1, "value").name == "mnn-exp-kernel"
     # MNN never reads pool dilations: a dilated MaxPool, AveragePool or LpPool is one defect, shape or values; an
     # undilated pool's wrong values stay with the divisor defect, and dilations of 1 are no dilations
-    dil = nc.family("mnn", "MaxPool", 1, "shape", 4, {"dilations": [2, 1], "kernel_shape": [2, 2]})
+    dil = family_of(nc, "mnn", "MaxPool", 1, "shape", 4, {"dilations": [2, 1], "kernel_shape": [2, 2]})
     assert dil is not None and dil.name == "mnn-pool-dilations"
-    assert dil == nc.family("mnn", "LpPool", 1, "value", 4, {"dilations": [1, 3]}) == nc.family("mnn", "AveragePool", 1, "shape", 4, {"dilations": [2, 2]})
-    assert nc.family("mnn", "MaxPool", 1, "shape", 4, {"dilations": [1, 1]}) is None and nc.family("mnn", "MaxPool", 1, "shape", 4) is None
-    assert nc.family("mnn", "AveragePool", 1, "value", 4, {"pads": [0, 0, 1, 1]}).name == "mnn-avgpool-divisor"
+    assert dil == family_of(nc, "mnn", "LpPool", 1, "value", 4, {"dilations": [1, 3]}) == family_of(nc, "mnn", "AveragePool", 1, "shape", 4, {"dilations": [2, 2]})
+    assert family_of(nc, "mnn", "MaxPool", 1, "shape", 4, {"dilations": [1, 1]}) is None and family_of(nc, "mnn", "MaxPool", 1, "shape", 4) is None
+    assert family_of(nc, "mnn", "AveragePool", 1, "value", 4, {"pads": [0, 0, 1, 1]}).name == "mnn-avgpool-divisor"
 
 
 def test_a_family_can_hold_only_for_integer_inputs(nc, tmp_path):
     """mnn-integer-matmul (hand triage 17): MNN's integer MatMul, also reached through Einsum, is one defect; the same
     operators on floats are not it (and a repro whose input type is unknown is not claimed)."""
-    fam = nc.family("mnn", "Einsum", 2, "value", 4, {"equation": "abcd,bcdz->dcz"}, "int32")
+    fam = family_of(nc, "mnn", "Einsum", 2, "value", 4, {"equation": "abcd,bcdz->dcz"}, "int32")
     assert fam is not None and fam.name == "mnn-integer-matmul"
-    assert nc.family("mnn", "MatMul", 2, "value", 2, {}, "int64") == fam
-    assert nc.family("mnn", "MatMul", 2, "value", 2, {}, "float32") is None
-    assert nc.family("mnn", "MatMul", 2, "value", 2, {}) is None
+    assert family_of(nc, "mnn", "MatMul", 2, "value", 2, {}, "int64") == fam
+    assert family_of(nc, "mnn", "MatMul", 2, "value", 2, {}, "float32") is None
+    assert family_of(nc, "mnn", "MatMul", 2, "value", 2, {}) is None
     # hand triage 18 #4: MNN's ArgMax kernel reads integers as floats, a defect apart from select_last_index
-    assert nc.family("mnn", "ArgMin", 1, "value", 1, {}, "int64").name == "mnn-argmax-integer"
-    assert nc.family("mnn", "ArgMax", 1, "value", 4, {"select_last_index": 1}, "float32").name == "mnn-argmax-argmin"
+    assert family_of(nc, "mnn", "ArgMin", 1, "value", 1, {}, "int64").name == "mnn-argmax-integer"
+    assert family_of(nc, "mnn", "ArgMax", 1, "value", 4, {"select_last_index": 1}, "float32").name == "mnn-argmax-argmin"
     bad = tmp_path / "families.yaml"
     bad.write_text("families:\n  - {name: f, engines: [mnn], ops: [MatMul, Einsum], why: w, input_dtypes: [int]}\n")
     with pytest.raises(NoiseError, match="unknown input_dtypes"):
@@ -655,3 +666,23 @@ def test_upstream_unknown_shape_rules_name_their_engines(tmp_path):
     bad.write_text("upstream_unknown_shape:\n  - {name: u, why: w}\n")
     with pytest.raises(NoiseError, match="missing key"):
         load_noise([bad])
+
+
+def test_a_family_holds_only_on_the_engine_versions_it_was_seen_on(nc):
+    """A family cites one release's sources: when a later release fixes a member, the family must stop merging there."""
+    from ofuzz.judge.noise import version_within
+
+    fam = next(f for f in nc.family_rules if f.name == "mnn-nary-eltwise")
+    assert fam.versions == "<=3.6.1"
+    assert nc.family("mnn", "Sum", 3, "value", version="3.6.1") is fam
+    assert nc.family("mnn", "Sum", 3, "value", version="3.7.0") is None
+    assert nc.family("mnn", "Sum", 3, "value", version=None) is None  # unknown version: no evidence it applies
+    assert version_within("tensorflow 2.19.0, onnx2tf 1.29.24", "<=1.29.24") and not version_within("tensorflow 2.19.0, onnx2tf 2.6.9", "<=1.29.24")
+
+
+def test_a_family_with_a_bad_versions_field_is_one_line_naming_the_fix(tmp_path):
+    bad = tmp_path / "triage.yaml"
+    bad.write_text("families:\n  - name: f\n    engines: [mnn]\n    ops: [Sum, Max]\n    versions: 'three point six'\n    why: x\n")
+    with pytest.raises(NoiseError) as e:
+        load_noise([bad])
+    assert "versions must be a version specifier" in str(e.value) and "\n" not in str(e.value)

@@ -76,7 +76,7 @@ def test_candidates_breaking_spec_rules_the_checker_misses_are_rejected():
     """Dropping `strides` leaves output_padding >= stride; dropping Mod's fmod=1 on floats: both pass onnx's checker."""
     from onnx import helper
 
-    from ofuzz.triage.reduce import _well_formed
+    from ofuzz.triage.reduce_checks import well_formed as _well_formed
 
     def model(node, a=(1, 2, 4, 4), b=(2, 2, 3, 3)):
         g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", 1, list(a)), helper.make_tensor_value_info("w", 1, list(b))],

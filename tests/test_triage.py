@@ -811,8 +811,13 @@ def test_mnn_pools_without_strides_are_one_root_cause_whatever_the_operator_and_
         path, feeds = pool_model(tmp_path, "AveragePool", strides=[1, 1])
         assert judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).verdict.results["mnn"].status == "DCP"
     roots = cluster(tmp_path, rows)["root_causes"]
-    assert len(roots) == 1 and list(roots[0]["key"]["attrs"]) == ["strides omitted"] and roots[0]["severity"] == 0, roots
-    assert {sig.split("|")[1] for sig in roots[0]["signatures"]} == {"IF", "MCF"}  # run-time SIGFPE and converter SIGILL
+    (strides,) = [r for r in roots if list(r["key"]["attrs"]) == ["strides omitted"]]
+    assert strides["severity"] == 0, roots
+    assert {sig.split("|")[1] for sig in strides["signatures"]} == {"IF", "MCF"}  # run-time SIGFPE and converter SIGILL
+    # with strides written out, the MaxPool model's ReduceSumSquare consumer shows MNN's other defect (its Reduce
+    # transform starts from keepdims = false): revealed behind the first, reduced alone, a root cause of its own
+    (behind,) = [r for r in roots if r is not strides]
+    assert list(behind["key"]["attrs"]) == ["keepdims omitted"] and "revealed behind" in behind["members"][0]["joined_by"], behind
 
 
 def test_a_repro_of_a_converter_that_calls_sys_exit_says_reproduced(tmp_path):
@@ -1001,7 +1006,7 @@ def test_a_run_time_failure_is_not_keyed_by_the_layer_it_surfaced_in():
 
 
 def test_the_first_input_rank_of_a_one_node_repro_comes_from_its_graph_input_or_initializer():
-    """Families limited by rank (MNN's 1-D Conv, noise/families.yaml) need the rank of the repro's first input."""
+    """Families limited by rank (MNN's 1-D Conv, backends/mnn/triage.yaml) need the rank of the repro's first input."""
     from onnx import helper as h
 
     from ofuzz.triage.cluster import _first_input_rank
@@ -1119,3 +1124,52 @@ def test_an_engine_that_has_a_schema_default_wrong_is_keyed_by_the_omitted_attri
     (root,) = cluster(tmp_path, rows)["root_causes"]
     assert root["key"]["message"] == SCHEMA_DEFAULT and list(root["key"]["attrs"]) == ["keepdims omitted"], root["key"]
     assert root["held"] == ["ReduceL2", "ReduceSumSquare"] and root["severity"] == 1
+
+
+def test_a_nan_result_that_depends_on_operand_order_is_a_bug_not_the_nan_policy(tmp_path):
+    """Max(a, NaN) is what the NaN policy (onnx/onnx#6003) leaves open, but Max is commutative: an engine whose
+    Max(a, NaN) differs from its Max(NaN, a) is wrong under any policy. The TEST DOUBLE's `nanorder` returns the first
+    operand wherever one is NaN."""
+    x = np.array([[1.0, np.nan, 3.0]], np.float32)
+    y = np.array([[2.0, 2.0, np.nan]], np.float32)
+    g = helper.make_graph([helper.make_node("Max", ["x", "y"], ["z"], name="n0_Max")], "g",
+                          [helper.make_tensor_value_info("x", F, [1, 3]), helper.make_tensor_value_info("y", F, [1, 3])],
+                          [helper.make_tensor_value_info("z", F, [1, 3])])
+    path = tmp_path / "max.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    specs = [double("testdouble", {"Max": "run:nanorder"}), *resolve(["onnxruntime", "reference"])]
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        (f,) = judge_model(pool, onnx.load(str(path)), path, {"x": x, "y": y}, policy=Policy.default()).findings
+    assert f.klass == "bug" and f.detail["operand_order"]["rule"] == "operand-order", f.detail
+    assert "undefined" not in f.detail
+
+
+def test_a_defect_behind_a_trigger_rewrite_is_triaged_as_its_own_root_cause(tmp_path):
+    """Writing out the omitted default that crashes the engine removes the *first* failure of the model, not every
+    defect in it (hand triage: MNN's bidirectional GRU and MaxPool with Indices sat behind the pools-without-strides
+    crash). The TEST DOUBLE crashes on a MaxPool without strides and is off by one on Relu: the finding's model holds
+    both, and the triage reports both, the Relu one reduced alone in a folder of its own (~r1)."""
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.cluster import cluster
+    from ofuzz.triage.pipeline import export
+
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], name="n0_MaxPool", kernel_shape=[2, 2]),
+             helper.make_node("Relu", ["p"], ["y"], name="n1_Relu")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [1, 1, 4, 4])], [helper.make_tensor_value_info("y", F, [1, 1, 3, 3])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)}
+    specs = [double("testdouble", {"MaxPool": "run:segfault?omits=strides", "Relu": "run:wrong"}), *resolve(["onnxruntime", "reference"])]
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        row = one_finding_row(pool, path, feeds, "IF")
+        out = tmp_path / "c" / "repros" / finding_id(row["signature"])
+        export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=30, pool=pool, policy=Policy.default())
+    info = __import__("json").loads((out / "finding.json").read_text())
+    assert info["trigger"] == {"omitted": ["MaxPool.strides"]} and info["revealed"]["folder"] == f"{out.name}~r1", info.get("revealed")
+    roots = cluster(tmp_path / "c", [row])["root_causes"]
+    keys = sorted((r["key"]["failure"], tuple(r["key"]["ops"]), tuple(r["key"]["attrs"])) for r in roots)
+    assert keys == [("crash", (), ("strides omitted",)), ("value", ("Relu",), ())], keys
+    (relu,) = [r for r in roots if list(r["key"]["ops"]) == ["Relu"]]
+    assert "revealed behind" in relu["members"][0]["joined_by"]

@@ -13,7 +13,11 @@ error names the consumer, not the defective operator; `named` fails conversion
 of the operator only when another node feeds it (as onnx2tf fails on a tensor of
 dynamic shape), with a message that does not name it, and names the failing node
 the way a converter can (`failed_nodes` on the exception); `flip` is wrong on
-every other run (a nondeterministic engine).  `fallback` gives the faults of a
+every other run (a nondeterministic engine); `nanorder` returns the first operand
+wherever an operand is NaN (as `a > b ? a : b` does), so a commutative operator's NaN result depends on operand order.
+A fault may carry a condition, "run:segfault?omits=strides": it fires only when a node of the operator leaves that
+attribute out (as MNN's pools crash without `strides`, which the triage's trigger rewrite finds); "run:wrong?after=Relu"
+fires only when a node of the operator consumes a Relu's output (a fusion defect: each node is right alone).  `fallback` gives the faults of a
 second conversion mode tried when the first raises (the onnx2tf adapter's
 keep-shape mode, then its default mode): only a model both fail on fails.
 """
@@ -88,9 +92,28 @@ class TestDoubleEngine:
         _ = base
         return Wrong
 
+    def _nan_order_op(self, op: str):
+        from onnx.reference.ops import load_op
+
+        impl = load_op("", op, 17)
+
+        class FirstOperandOnNaN(impl):  # type: ignore[misc, valid-type]
+            op_domain = ""
+
+            def _run(self, *args, **kwargs):
+                res = super()._run(*args, **kwargs)
+                first = np.broadcast_to(args[0], np.shape(res[0]))
+                any_nan = np.zeros(np.shape(res[0]), bool)
+                for a in args:
+                    any_nan |= np.broadcast_to(np.isnan(a), np.shape(res[0]))
+                return (np.where(any_nan, first, res[0]).astype(np.asarray(res[0]).dtype),)
+
+        FirstOperandOnNaN.__name__ = op
+        return FirstOperandOnNaN
+
     def prepare(self, model_path: str, workdir: str, inputs: list[str], outputs: list[str]) -> None:
         model = self.onnx.load(model_path)
-        self.ops = {n.op_type for n in model.graph.node}
+        self.ops = {n.op_type for n in model.graph.node} - self._conditions_unmet(model)
         self.outputs = outputs
         try:
             self._convert(model, self.faults)
@@ -99,11 +122,26 @@ class TestDoubleEngine:
                 raise
             self._convert(model, self.fallback)  # as the onnx2tf adapter converts again in its default mode: only both failing fail
 
+    def _conditions_unmet(self, model) -> set[str]:
+        """Operators whose fault has a condition ("?omits=strides") that no node of theirs meets: they run right."""
+        unmet = set()
+        for op, spec in {**self.faults, **(self.fallback or {})}.items():
+            _, _, cond = spec.partition("?")
+            if cond.startswith("omits="):
+                attr = cond.split("=", 1)[1]
+                if all(any(a.name == attr for a in n.attribute) for n in model.graph.node if n.op_type == op):
+                    unmet.add(op)
+            elif cond.startswith("after="):
+                made_by = {o for n in model.graph.node if n.op_type == cond.split("=", 1)[1] for o in n.output}
+                if not any(made_by & set(n.input) for n in model.graph.node if n.op_type == op):
+                    unmet.add(op)
+        return unmet
+
     def _convert(self, model, faults: dict[str, str]) -> None:
         new_ops = []
         self.plain = None
         for op, spec in faults.items():
-            stage, _, kind = spec.partition(":")
+            stage, _, kind = spec.split("?")[0].partition(":")
             if op in self.ops and stage == "prepare" and kind == "handoff":
                 self._handoff(model, op)
             elif op in self.ops and stage == "prepare" and kind == "named":
@@ -112,6 +150,8 @@ class TestDoubleEngine:
                 _fault(kind, op, next(n.name for n in model.graph.node if n.op_type == op))
             if op in self.ops and stage == "run" and kind in _VALUE_FAULTS:
                 new_ops.append(self._wrong_op(op, kind))
+            if op in self.ops and stage == "run" and kind == "nanorder":
+                new_ops.append(self._nan_order_op(op))
             if op in self.ops and stage == "run" and kind == "flip":  # nondeterministic: wrong on every other run
                 new_ops.append(self._wrong_op(op, "wrong"))
                 self.plain = self.Evaluator(model)
@@ -137,7 +177,7 @@ class TestDoubleEngine:
         if self.latency:
             time.sleep(self.latency)
         for op, spec in self.faults.items():
-            stage, _, kind = spec.partition(":")
+            stage, _, kind = spec.split("?")[0].partition(":")
             if op in self.ops and stage == "run" and kind not in _VALUE_FAULTS:
                 _fault(kind, op)
         self.runs += 1

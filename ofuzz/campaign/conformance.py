@@ -25,6 +25,9 @@ from typing import Any, Callable
 import numpy as np
 import onnx
 
+from ofuzz.core.vocab import PROCESS_DIED
+from ofuzz.core.vocab import TIMEOUT as HANG_KIND
+from ofuzz.exec.runner import EnginePool
 from ofuzz.judge.compare import dtype_kind
 
 RANDOM_OPS = {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
@@ -100,9 +103,9 @@ def grade(prep: Any, run: Any, test: NodeTest) -> tuple[str, str]:
         if step is None:
             return failed, "not run"
         if not step.ok:
-            if step.kind == "timeout":
+            if step.kind == HANG_KIND:
                 return TIMEOUT, step.summary()[:300]
-            return (CRASH if step.kind in ("crash", "exit", "oom") else failed), step.summary()[:300]
+            return (CRASH if step.kind in PROCESS_DIED else failed), step.summary()[:300]
     for name, want in test.expected.items():
         got = run.outputs.get(name)
         if got is None:
@@ -256,7 +259,7 @@ def summarise(results: dict[tuple[str, str], tuple[str, str, str]]) -> tuple[dic
     return counts, failing
 
 
-def sweep_one(pool: Any, test: NodeTest, policy: Any) -> tuple[dict[str, tuple[str, str]], list[dict[str, Any]]]:
+def sweep_one(pool: EnginePool, test: NodeTest, policy: Any) -> tuple[dict[str, tuple[str, str]], list[dict[str, Any]]]:
     """Run one node test on every engine of `pool`; grade each, then check the oracle's blame against the truth."""
     from ofuzz.judge.judging import excluded_voters
 
@@ -289,7 +292,7 @@ def run_sweep(specs: list[Any], tests: list[NodeTest], store: ConformanceStore, 
         finished = store.done(sweep, names)
         tests = [t for t in tests if t.name not in finished]
 
-    def one(pool: Any, test: NodeTest) -> None:
+    def one(pool: EnginePool, test: NodeTest) -> None:
         store.set_versions(sweep, pool.versions())
         try:
             graded, dis = sweep_one(pool, test, policy)

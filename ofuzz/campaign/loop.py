@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ofuzz.store.campaign_dir import CampaignDir
 from ofuzz.core.vocab import BUG, DCF, DCP, UNSUPPORTED
 from ofuzz.gen.chooser import make_chooser, reward
 from ofuzz.gen.blocks import Corpus
@@ -212,7 +213,7 @@ class Campaign:
         return out
 
     def _save_files(self, m: GeneratedModel) -> Path:
-        return m.save(self.out / "models")
+        return m.save(CampaignDir(self.out).models)
 
     def _commit(self, p: "Pending", judged: Judged | None, judge_time: float) -> list[str]:
         """Record one model in one transaction: its engine runs, findings, coverage, chooser update and reward."""
@@ -355,7 +356,7 @@ class Campaign:
         self._commit(p, judged, judge_time)
         if not p.kept and not self._is_finding_model(p.model.id):  # keep files only of tests and findings
             for ext in (".onnx", ".inputs.npz", ".json"):
-                (self.out / "models" / f"{p.model.id}{ext}").unlink(missing_ok=True)
+                (CampaignDir(self.out).models / f"{p.model.id}{ext}").unlink(missing_ok=True)
         return True
 
     def _past_hard_budget(self, pending: dict[Future[Any], "Pending"]) -> bool:

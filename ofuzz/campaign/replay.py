@@ -31,9 +31,11 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from ofuzz.store.campaign_dir import CampaignDir
 from ofuzz.core.vocab import DCF, DCP, IF, MCF
 from ofuzz.judge.compare import RULE
 from ofuzz.exec.engines.client import Outcome
+from ofuzz.exec.runner import EnginePool
 from ofuzz.core.npz import load_npz
 
 STILL, CHANGED, FIXED, NEW, PASSES, FLAKY = "still failing", "changed", "fixed", "newly failing", "passes", "flaky"
@@ -112,7 +114,7 @@ def load_cases(source: Path) -> list[Case]:
             return [case_from_folder_files(rc_id, files) for rc_id, files in known.repros()]
         finally:
             known.close()
-    if (source / "campaign.sqlite").is_file():
+    if CampaignDir(source).is_campaign():
         return _campaign_cases(source)
     if _is_repro(source):
         return [case_from_folder(source)]
@@ -191,7 +193,7 @@ def baseline(case: Case, engine: str, family: Callable[[str], str]) -> dict[str,
     return None
 
 
-def replay(pool: Any, cases: Iterable[Case], engines: list[str], family: Callable[[str], str],
+def replay(pool: EnginePool, cases: Iterable[Case], engines: list[str], family: Callable[[str], str],
            on_result: Callable[[Result], None] | None = None, repeat: int = 1) -> list[Result]:
     """Run every case on `engines` (one pool, fresh isolated workers) and read each outcome against its case; with
     `repeat` > 1, an engine whose outcome differs between the runs of a case is `flaky` on it."""

@@ -5,10 +5,11 @@ import html
 import json
 from collections import defaultdict
 from pathlib import Path
-
+from typing import Any
 
 import onnx
 
+from ofuzz.store.campaign_dir import CampaignDir
 from ofuzz.core.vocab import DCF, DCP, DRIFT, IF, MCF, MODE_ONLY, SPLIT, UNCONFIRMED, UNDEFINED, UNSUPPORTED
 from ofuzz.triage.rootcause import SEVERITY_NAMES
 from ofuzz.judge.signature import finding_id
@@ -84,6 +85,46 @@ def _graph_svg(model_path: Path, highlight: str | None, limit: int = 80) -> str:
     return "".join(out)
 
 
+def _engine_rows(engines: dict[str, dict[str, Any]], versions: dict[str, str]) -> list[str]:
+    """One table row per engine: its statuses, the share of models and runs that reached a comparison, time, version."""
+    rows = []
+    for eng, d in sorted(engines.items()):
+        total = sum(d.get(k, 0) for k in (DCP, DCF, IF, MCF, "SKIP")) or 1
+        rows.append(f"<tr><td>{html.escape(eng)}</td>" + "".join(f"<td>{d.get(s, 0)}</td>" for s in (DCP, DCF, IF, MCF, "SKIP"))
+                    + f"<td>{100 * (d.get(DCP, 0) + d.get(DCF, 0)) / total:.0f}% of models, "
+                    f"{100 * (d.get(DCP, 0) + d.get(DCF, 0)) / max(total - d.get('SKIP', 0), 1):.0f}% of runs</td>"
+                    + f"<td>{d['time']:.1f}</td><td>{html.escape(str(versions.get(eng, '')))}</td></tr>")
+    return rows
+
+
+def _card(campaign_dir: Path, f: dict[str, Any], opts: dict[str, Any]) -> str:
+    """A raw signature's card: what it looked like, where it diverged, its reduced repro and how to rerun it."""
+    det = f["detail"] or {}
+    div = det.get("diverging") or {}
+    model_file = CampaignDir(campaign_dir).model(f['first_model'])
+    cmd = f"ofuzz run {model_file} --engines {','.join(opts.get('engines', []))}"
+    errs = ""
+    if div.get("op"):
+        errs = f"<p>diverging operator: <b>{html.escape(str(div.get('op')))}</b> ({html.escape(str(div.get('node')))}), max abs {div.get('max_abs', 0):.3g}, max rel {div.get('max_rel', 0):.3g}</p>"
+    elif div.get("note"):
+        errs = f"<p>localisation: {html.escape(div['note'])}</p>"
+    tail = det.get("log_tail", "")
+    rinfo = CampaignDir(campaign_dir).finding_json(finding_id(f["signature"]))
+    if rinfo.is_file():
+        ri = json.loads(rinfo.read_text())
+        red = ri.get("reduction", {})
+        errs += (f"<p>reduced repro: <code>{html.escape(str(rinfo.parent))}</code> — {red.get('nodes_before')} → "
+                 f"{red.get('nodes_after')} nodes ({html.escape('+'.join(ri.get('reduced_ops', [])))}); repro.py: "
+                 f"{html.escape(str(ri.get('repro_check', '?')))}; see REPORT.md there</p>")
+    return (
+        f'<div class="card"><h3>{finding_id(f["signature"])} · {html.escape(f["engine"])} · {f["status"]} · {html.escape(f["op"] or "?")} · ×{f["count"]}</h3>'
+        f"<p>{html.escape(f['summary'])}</p>{errs}<p class='sig'>{html.escape(f['signature'])}</p>"
+        f"<p>first seen in model {html.escape(f['first_model'])}; reproduce: <code>{html.escape(cmd)}</code></p>"
+        + (f"<details><summary>engine log</summary><pre>{html.escape(tail[-1500:])}</pre></details>" if tail else "")
+        + "</div>"
+    )
+
+
 def write_report(campaign_dir: Path) -> Path:
     campaign_dir = Path(campaign_dir)
     st = Store(campaign_dir)
@@ -103,42 +144,11 @@ def write_report(campaign_dir: Path) -> Path:
     elapsed = last.get("elapsed", tl[-1]["elapsed"] if tl else 0.0)
     engine_time = tl[-1]["engine_time"] if tl else 0.0
     own = last.get("own_time")
-    rows = []
-    for eng, d in sorted(engines.items()):
-        total = sum(d.get(k, 0) for k in (DCP, DCF, IF, MCF, "SKIP")) or 1
-        rows.append(f"<tr><td>{html.escape(eng)}</td>" + "".join(f"<td>{d.get(s, 0)}</td>" for s in (DCP, DCF, IF, MCF, "SKIP"))
-                    + f"<td>{100 * (d.get(DCP, 0) + d.get(DCF, 0)) / total:.0f}% of models, "
-                    f"{100 * (d.get(DCP, 0) + d.get(DCF, 0)) / max(total - d.get('SKIP', 0), 1):.0f}% of runs</td>"
-                    + f"<td>{d['time']:.1f}</td><td>{html.escape(str(versions.get(eng, '')))}</td></tr>")
+    rows = _engine_rows(engines, versions)
     per: dict[tuple[str, str], int] = defaultdict(int)
     for f in found:
         per[(f["engine"], f["status"])] += 1
-    cards = []
-    for f in found:
-        det = f["detail"] or {}
-        div = det.get("diverging") or {}
-        model_file = campaign_dir / "models" / f"{f['first_model']}.onnx"
-        cmd = f"ofuzz run {model_file} --engines {','.join(opts.get('engines', []))}"
-        errs = ""
-        if div.get("op"):
-            errs = f"<p>diverging operator: <b>{html.escape(str(div.get('op')))}</b> ({html.escape(str(div.get('node')))}), max abs {div.get('max_abs', 0):.3g}, max rel {div.get('max_rel', 0):.3g}</p>"
-        elif div.get("note"):
-            errs = f"<p>localisation: {html.escape(div['note'])}</p>"
-        tail = det.get("log_tail", "")
-        rinfo = campaign_dir / "repros" / finding_id(f["signature"]) / "finding.json"
-        if rinfo.is_file():
-            ri = json.loads(rinfo.read_text())
-            red = ri.get("reduction", {})
-            errs += (f"<p>reduced repro: <code>{html.escape(str(rinfo.parent))}</code> — {red.get('nodes_before')} → "
-                     f"{red.get('nodes_after')} nodes ({html.escape('+'.join(ri.get('reduced_ops', [])))}); repro.py: "
-                     f"{html.escape(str(ri.get('repro_check', '?')))}; see REPORT.md there</p>")
-        cards.append(
-            f'<div class="card"><h3>{finding_id(f["signature"])} · {html.escape(f["engine"])} · {f["status"]} · {html.escape(f["op"] or "?")} · ×{f["count"]}</h3>'
-            f"<p>{html.escape(f['summary'])}</p>{errs}<p class='sig'>{html.escape(f['signature'])}</p>"
-            f"<p>first seen in model {html.escape(f['first_model'])}; reproduce: <code>{html.escape(cmd)}</code></p>"
-            + (f"<details><summary>engine log</summary><pre>{html.escape(tail[-1500:])}</pre></details>" if tail else "")
-            + "</div>"
-        )
+    cards = [_card(campaign_dir, f, opts) for f in found]
     share = f"{100 * own / elapsed:.1f}%" if own and elapsed else "n/a"
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>ofuzz report — {html.escape(str(campaign_dir))}</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}} table{{border-collapse:collapse}}

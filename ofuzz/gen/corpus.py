@@ -81,6 +81,7 @@ def _freeze(v: Any) -> Any:
 
 
 def _block(raw: Any, defaults: dict[str, Any], src: str, index: int) -> Block:
+    """One corpus entry, validated field by field: a single operator (op) or a subgraph (ops + edges)."""
     if not isinstance(raw, dict):
         raise CorpusError(f"{src}: block #{index}: expected a mapping with at least 'name', got {type(raw).__name__}")
     name = raw.get("name")
@@ -97,6 +98,25 @@ def _block(raw: Any, defaults: dict[str, Any], src: str, index: int) -> Block:
     op = data.get("op") if not is_sub else None
     if not is_sub and (not isinstance(op, str) or not op):
         raise CorpusError(f"{where}: field op: missing (the ONNX operator type, e.g. Conv)")
+    specs, constraints = _params_and_constraints(data, where)
+    dtypes, ranks, domain = _types(data, where)
+    out_degree = _degrees(data["out_degree"], f"{where}: field out_degree", True) if "out_degree" in data else DEFAULT_OUT_DEGREE
+    ops: tuple[InnerOp, ...] = ()
+    edges: tuple[tuple[int, int], ...] = ()
+    if is_sub:
+        ops, edges, in_degree = _subgraph(raw, where)
+    else:
+        in_degree = _degrees(data.get("in_degree", [1]), f"{where}: field in_degree", False)
+    return Block(
+        name=name, source=src, op=op, rule=str(data.get("rule", "unary")) if not is_sub else "subgraph",
+        in_degree=in_degree, out_degree=out_degree, params=specs, constraints=tuple(constraints),
+        dtypes=tuple(dtypes), ranks=tuple(ranks) if ranks else None, domain=domain, ops=ops, edges=edges,
+        paper=data.get("paper") if "paper" in raw else None, doc=str(raw.get("doc", "")),
+        opsets=_opsets(data.get("opsets"), where),
+    )
+
+
+def _params_and_constraints(data: dict[str, Any], where: str) -> tuple[tuple[ParamSpec, ...], list[str]]:
     params = data.get("params") or {}
     if not isinstance(params, dict):
         raise CorpusError(f"{where}: field params: expected a mapping name -> space")
@@ -112,6 +132,10 @@ def _block(raw: Any, defaults: dict[str, Any], src: str, index: int) -> Block:
             compile(c, "<constraint>", "eval")
         except SyntaxError as exc:
             raise CorpusError(f"{where}: field constraints: {c!r} is not a valid expression ({exc.msg})") from None
+    return specs, constraints
+
+
+def _types(data: dict[str, Any], where: str) -> tuple[list[str], list[int] | None, str | None]:
     dtypes = data.get("dtypes", ["float32"])
     if not isinstance(dtypes, list) or not dtypes or any(d not in KNOWN_DTYPES for d in dtypes):
         raise CorpusError(f"{where}: field dtypes: expected a list from {list(KNOWN_DTYPES)}, got {dtypes!r}")
@@ -121,56 +145,49 @@ def _block(raw: Any, defaults: dict[str, Any], src: str, index: int) -> Block:
     domain = data.get("domain")
     if domain is not None and domain not in KNOWN_DOMAINS:
         raise CorpusError(f"{where}: field domain: expected one of {list(KNOWN_DOMAINS)}, got {domain!r}")
-    out_degree = _degrees(data["out_degree"], f"{where}: field out_degree", True) if "out_degree" in data else DEFAULT_OUT_DEGREE
-    ops: tuple[InnerOp, ...] = ()
-    edges: tuple[tuple[int, int], ...] = ()
-    if is_sub:
-        raw_ops = raw["ops"]
-        if not isinstance(raw_ops, list) or len(raw_ops) < 2:
-            raise CorpusError(f"{where}: field ops: a subgraph needs a list of at least two operator blocks")
-        inner = []
-        for j, o in enumerate(raw_ops):
-            if isinstance(o, str):
-                inner.append(InnerOp(o))
-            elif isinstance(o, dict) and isinstance(o.get("block"), str) and set(o) <= {"block", "params"}:
-                pins = o.get("params") or {}
-                if not isinstance(pins, dict):
-                    raise CorpusError(f"{where}: field ops[{j}].params: expected a mapping")
-                inner.append(InnerOp(o["block"], {k: tuple(_freeze(v) for v in (vs if isinstance(vs, list) else [vs])) for k, vs in pins.items()}))
-            else:
-                raise CorpusError(f"{where}: field ops[{j}]: expected a block name or {{block: NAME, params: {{...}}}}")
-        ops = tuple(inner)
-        raw_edges = raw.get("edges")
-        if not isinstance(raw_edges, list) or not raw_edges:
-            raise CorpusError(f"{where}: field edges: a subgraph needs its inner edges as [[src, dst], ...]")
-        el = []
-        for e in raw_edges:
-            if not (isinstance(e, list) and len(e) == 2 and all(isinstance(x, int) for x in e)):
-                raise CorpusError(f"{where}: field edges: {e!r} is not a [src, dst] pair of indices")
-            s, d = e
-            if not (0 <= s < len(ops) and 0 <= d < len(ops)) or s == d:
-                raise CorpusError(f"{where}: field edges: {e!r} must join two distinct ops among 0..{len(ops) - 1}")
-            if s >= d:
-                raise CorpusError(f"{where}: field edges: {e!r} must point forward (src < dst) so the subgraph is acyclic")
-            el.append((s, d))
-        edges = tuple(el)
-        srcs = {s for s, _ in edges}
-        sinks = [i for i in range(len(ops)) if i not in srcs]
-        if len(sinks) != 1:
-            raise CorpusError(f"{where}: field edges: a subgraph needs exactly one output op (an op no edge leaves), found {sinks}")
-        n_in = sum(1 for i in range(len(ops)) if i not in {d for _, d in edges})
-        in_degree = frozenset({n_in})
-        if "in_degree" in raw and _degrees(raw["in_degree"], f"{where}: field in_degree", False) != in_degree:
-            raise CorpusError(f"{where}: field in_degree: the subgraph's edges give in-degree {n_in}")
-    else:
-        in_degree = _degrees(data.get("in_degree", [1]), f"{where}: field in_degree", False)
-    return Block(
-        name=name, source=src, op=op, rule=str(data.get("rule", "unary")) if not is_sub else "subgraph",
-        in_degree=in_degree, out_degree=out_degree, params=specs, constraints=tuple(constraints),
-        dtypes=tuple(dtypes), ranks=tuple(ranks) if ranks else None, domain=domain, ops=ops, edges=edges,
-        paper=data.get("paper") if "paper" in raw else None, doc=str(raw.get("doc", "")),
-        opsets=_opsets(data.get("opsets"), where),
-    )
+    return dtypes, ranks, domain
+
+
+def _subgraph(raw: dict[str, Any], where: str) -> tuple[tuple[InnerOp, ...], tuple[tuple[int, int], ...], frozenset[int]]:
+    """A subgraph block's inner operators, its forward edges (one output op) and the in-degree they give."""
+    raw_ops = raw["ops"]
+    if not isinstance(raw_ops, list) or len(raw_ops) < 2:
+        raise CorpusError(f"{where}: field ops: a subgraph needs a list of at least two operator blocks")
+    inner = []
+    for j, o in enumerate(raw_ops):
+        if isinstance(o, str):
+            inner.append(InnerOp(o))
+        elif isinstance(o, dict) and isinstance(o.get("block"), str) and set(o) <= {"block", "params"}:
+            pins = o.get("params") or {}
+            if not isinstance(pins, dict):
+                raise CorpusError(f"{where}: field ops[{j}].params: expected a mapping")
+            inner.append(InnerOp(o["block"], {k: tuple(_freeze(v) for v in (vs if isinstance(vs, list) else [vs])) for k, vs in pins.items()}))
+        else:
+            raise CorpusError(f"{where}: field ops[{j}]: expected a block name or {{block: NAME, params: {{...}}}}")
+    ops = tuple(inner)
+    raw_edges = raw.get("edges")
+    if not isinstance(raw_edges, list) or not raw_edges:
+        raise CorpusError(f"{where}: field edges: a subgraph needs its inner edges as [[src, dst], ...]")
+    el = []
+    for e in raw_edges:
+        if not (isinstance(e, list) and len(e) == 2 and all(isinstance(x, int) for x in e)):
+            raise CorpusError(f"{where}: field edges: {e!r} is not a [src, dst] pair of indices")
+        s, d = e
+        if not (0 <= s < len(ops) and 0 <= d < len(ops)) or s == d:
+            raise CorpusError(f"{where}: field edges: {e!r} must join two distinct ops among 0..{len(ops) - 1}")
+        if s >= d:
+            raise CorpusError(f"{where}: field edges: {e!r} must point forward (src < dst) so the subgraph is acyclic")
+        el.append((s, d))
+    edges = tuple(el)
+    srcs = {s for s, _ in edges}
+    sinks = [i for i in range(len(ops)) if i not in srcs]
+    if len(sinks) != 1:
+        raise CorpusError(f"{where}: field edges: a subgraph needs exactly one output op (an op no edge leaves), found {sinks}")
+    n_in = sum(1 for i in range(len(ops)) if i not in {d for _, d in edges})
+    in_degree = frozenset({n_in})
+    if "in_degree" in raw and _degrees(raw["in_degree"], f"{where}: field in_degree", False) != in_degree:
+        raise CorpusError(f"{where}: field in_degree: the subgraph's edges give in-degree {n_in}")
+    return ops, edges, in_degree
 
 
 def _opsets(raw: Any, where: str) -> tuple[int, int]:

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ofuzz.exec.pool import Pool
 from ofuzz.core.vocab import REFERENCE
 from ofuzz.judge.compare import RULE, Comparison
 from ofuzz.judge.cut import submodel
-from ofuzz.judge.localise import Localisation, node_attrs, pick_voters
+from ofuzz.judge.localise import Localisation, expose_intermediates, node_attrs, pick_voters
 from ofuzz.judge.precision import Tolerances, abs_feeds, abs_weights, centering_terms, exact_by_formula, n_terms, preactivation_scale, to_float64, within_float32
 
 DEFECT, DRIFT, UNKNOWN = "defect", "drift", "unknown"  # isolation verdicts (not finding classes)
@@ -37,14 +38,19 @@ class Isolation:
     feeds: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def isolate(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], blamed: str, majority: list[str],
+def isolate(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], blamed: str, majority: list[str],
             loc: Localisation, tolerances: Tolerances | None = None, excluded: dict[str, str] | None = None) -> Isolation:
-    if not loc.candidates or not loc.values:
+    if not loc.values:
         return Isolation(UNKNOWN if loc.info.get("op") is None and "failed" in loc.info.get("note", "") else DRIFT,
                          {"note": loc.info.get("note", "")})
     voters = pick_voters(majority, blamed, excluded)
     if not voters:
         return Isolation(UNKNOWN, {"note": "no majority engine to compare with"})
+    if not loc.candidates:  # exposing the intermediates made the divergence go: a fusion of the nodes that make the outputs?
+        tried: list[str] = []
+        ends = [i for i, n in enumerate(model.graph.node) if set(n.output) & {o.name for o in model.graph.output}]
+        fused = fusion_window(pool, model, feeds, loc.values, ends, blamed, voters, tolerances, excluded, tried)
+        return fused or Isolation(DRIFT, {"note": loc.info.get("note", ""), "tried": tried})
     tried: list[str] = []
     tested = 0
     for i in loc.candidates:
@@ -72,11 +78,91 @@ def isolate(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], bla
         return Isolation(DEFECT, info, m1, f1)
     if not tested:
         return Isolation(UNKNOWN, {"tried": tried, "note": "no diverging node could be run alone on the majority's engines"})
+    fused = fusion_window(pool, model, feeds, loc.values, loc.candidates[:1], blamed, voters, tolerances, excluded, tried)
+    if fused is not None:
+        return fused
     return Isolation(DRIFT, {"tried": tried, "first": loc.info.get("op"),
                              "note": "no node diverges when fed identical inputs: accumulated or amplified rounding"})
 
 
-def isolate_single(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], blamed: str, versus: Comparison, run: Any,
+MAX_WINDOWS = 6  # windows tried per divergence before it is called drift (each costs one run on blamed and voters)
+
+
+def producers(model: onnx.ModelProto, i: int) -> list[int]:
+    """The nodes that make node i's inputs, in graph order."""
+    wanted = set(model.graph.node[i].input)
+    return [j for j, n in enumerate(model.graph.node[:i]) if wanted & set(n.output)]
+
+
+def windows(model: onnx.ModelProto, end: int) -> list[list[int]]:
+    """Connected windows of two and three nodes that end at node `end`: it with a producer, with a producer and that
+    producer's producer, or with two producers: the shapes an optimizer's fusion or a converter's pattern takes."""
+    out: list[list[int]] = []
+    ps = producers(model, end)
+    out += [[p, end] for p in ps]
+    out += [[pp, p, end] for p in ps for pp in producers(model, p)]
+    out += [[a, b, end] for k, a in enumerate(ps) for b in ps[k + 1:]]
+    seen: set[tuple[int, ...]] = set()
+    return [w for w in out if not (tuple(sorted(w)) in seen or seen.add(tuple(sorted(w))))]  # type: ignore[func-returns-value]
+
+
+def fusion_window(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], values: dict[str, np.ndarray], ends: list[int],
+                  blamed: str, voters: list[str], tolerances: Tolerances | None, excluded: dict[str, str] | None,
+                  tried: list[str]) -> Isolation | None:
+    """A window of two or three connected nodes that diverges on identical inputs while each of its nodes agrees alone:
+    a multi-node (fusion, pattern-rewrite) defect, not drift. The window is the isolated model (its repro starts there)
+    and its operators, in order, are the pattern it is keyed by."""
+    for w in [w for e in ends for w in windows(model, e)][:MAX_WINDOWS]:
+        built = submodel(model, w, values, feeds)
+        if built is None:
+            continue
+        m1, f1 = built
+        pattern = "+".join(model.graph.node[i].op_type for i in sorted(w))
+        res = _run(pool, m1, f1, [blamed, *voters])
+        why = _diverges_alone(res, blamed, voters, [o.name for o in m1.graph.output])
+        last = model.graph.node[max(w)]
+        if why is None or why.category == "failure":
+            tried.append(f"window {pattern}: agrees" if why is None else f"window {pattern}: fails alone ({why.detail})")
+            continue
+        if why.category == "nan" and any(np.issubdtype(np.asarray(v).dtype, np.floating) and np.isnan(v).any() for v in f1.values()):
+            tried.append(f"window {pattern}: differs only in NaN handling of a NaN input")
+            continue
+        if why.category == "value" and tolerances is not None and _within_float32(pool, m1, f1, res[blamed][1], last.op_type, tolerances, excluded):
+            tried.append(f"window {pattern}: within float32 error of the exact result (max rel {why.max_rel:.3g})")
+            continue
+        if _own_intermediates_explain(pool, m1, f1, res[blamed][1].outputs, blamed, voters):
+            tried.append(f"window {pattern}: the engine's own intermediates, fed to the majority, give its result (amplified rounding)")
+            continue
+        info = {"op": last.op_type, "node": last.name, "output": why.output, "category": why.category, "max_abs": why.max_abs,
+                "max_rel": why.max_rel, "bad_fraction": why.bad_fraction, "detail": why.detail, "attrs": node_attrs(last),
+                "versus": voters, "tried": tried, "fusion": pattern.split("+"),
+                "note": f"the nodes {pattern} diverge together on identical inputs while each agrees alone"}
+        return Isolation(DEFECT, info, m1, f1)
+    return None
+
+
+def _own_intermediates_explain(pool: Pool, window: onnx.ModelProto, feeds: dict[str, np.ndarray], got: dict[str, np.ndarray],
+                                blamed: str, voters: list[str]) -> bool:
+    """Does the majority, fed the blamed engine's own intermediate values, give the blamed engine's window result? Then
+    the window only amplifies a difference each node keeps within tolerance (Sqrt 2e-6 off, then Acos near 1): drift.
+    A fusion's result is not what the engine's own unfused steps give. Unknown (the engine cannot expose them): True,
+    so nothing is called a fusion without that check."""
+    exposed, _ = expose_intermediates(window)
+    prep, run = _run(pool, exposed, feeds, [blamed]).get(blamed, (None, None))
+    if prep is None or not prep.ok or run is None or not run.ok:
+        return True
+    last = len(window.graph.node) - 1
+    built = submodel(window, [last], {**run.outputs, **feeds}, feeds)
+    if built is None:
+        return True
+    m_last, f_last = built
+    again = _run(pool, m_last, f_last, voters)
+    names = [o.name for o in m_last.graph.output if o.name in got]
+    outs = [r[1] for r in again.values() if r[1] is not None and r[1].ok]
+    return not names or any(RULE.compare_outputs({n: got[n] for n in names}, o.outputs, names).ok for o in outs)
+
+
+def isolate_single(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], blamed: str, versus: Comparison, run: Any,
                    tolerances: Tolerances | None = None, excluded: dict[str, str] | None = None) -> Isolation:
     """A one-node model is its own isolation: every engine already got identical inputs.
     Only the float32 check is left (reduction judges thousands of such candidates)."""
@@ -89,7 +175,7 @@ def isolate_single(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarra
     return Isolation(DEFECT, info, model, dict(feeds))
 
 
-def _run(pool: Any, m: onnx.ModelProto, feeds: dict[str, np.ndarray], engines: list[str]) -> dict[str, tuple[Any, Any]]:
+def _run(pool: Pool, m: onnx.ModelProto, feeds: dict[str, np.ndarray], engines: list[str]) -> dict[str, tuple[Any, Any]]:
     return pool.execute_model(m, feeds, engines)
 
 
@@ -111,7 +197,7 @@ def _diverges_alone(res: dict[str, tuple[Any, Any]], blamed: str, voters: list[s
     return worst
 
 
-def _within_float32(pool: Any, m1: onnx.ModelProto, f1: dict[str, np.ndarray], run: Any, op: str, tol: Tolerances,
+def _within_float32(pool: Pool, m1: onnx.ModelProto, f1: dict[str, np.ndarray], run: Any, op: str, tol: Tolerances,
                     excluded: dict[str, str] | None) -> bool:
     """Is the blamed engine as close to the node's exact (float64) result as float32 allows?"""
     bound = tol.bound_for(op)

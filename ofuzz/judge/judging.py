@@ -27,6 +27,9 @@ from ofuzz.core.vocab import BUG, REFERENCE, SPLIT, UNDEFINED, UNSUPPORTED
 from ofuzz.core.vocab import DRIFT as DRIFT_FINDING
 from ofuzz.judge.isolate import DEFECT, DRIFT, isolate, isolate_single
 from ofuzz.judge.localise import localise
+from ofuzz.judge.noise import NoiseClasses
+from ofuzz.judge.precision import Tolerances
+from ofuzz.judge.operand_order import NAN_POLICY, order_dependence
 from ofuzz.judge.oracle import DCF, DCP, Verdict, judge_outcomes
 from ofuzz.exec.runner import EnginePool, output_names
 from ofuzz.judge.signature import failing_op, signature
@@ -38,8 +41,8 @@ DRIFT_CLASS = DRIFT_FINDING  # the finding class; isolate.DRIFT is the isolation
 class Policy:
     """What the judge knows beyond the engines' outputs: noise classes (data) and float32 tolerances (data)."""
 
-    noise: Any = None  # ofuzz.judge.noise.NoiseClasses
-    tolerances: Any = None  # ofuzz.judge.precision.Tolerances
+    noise: NoiseClasses | None = None
+    tolerances: Tolerances | None = None
     isolate: bool = True
 
     @staticmethod
@@ -188,6 +191,9 @@ def _dcf_finding(pool: EnginePool, model: onnx.ModelProto, inputs: dict[str, np.
                 if gap is not None:  # the engine's documented choice (onnx2tf's float QuantizeLinear): its capability table
                     klass = UNSUPPORTED
                     detail["gap"] = {"engine": gap.engine, "op": gap.op, "attribute": gap.attribute, "rule": gap.rule, "key": gap.key()}
+                elif und is not None and und["rule"].startswith(NAN_POLICY) and iso.model is not None \
+                        and (order := order_dependence(pool, iso.model, iso.feeds, eng)) is not None:
+                    detail["operand_order"] = order  # a policy may choose NaN's fate, not by operand order: still a bug
                 elif und is not None:
                     klass = UNDEFINED
                     detail["undefined"] = und

@@ -18,19 +18,18 @@ from typing import Any, Iterable
 import numpy as np
 import onnx
 
+from ofuzz.exec.pool import Pool
 from ofuzz.core import onnx_guard
-from ofuzz.core.vocab import REFERENCE
+from ofuzz.exec.engines.registry import cost_of, spec_close_first
 from ofuzz.judge.compare import RULE
 
 MAX_CANDIDATES = 6
 MAX_VOTERS = 2  # majority engines compared with the blamed one, cheapest first (a TensorFlow conversion costs ~0.5 s)
-_CHEAP_FIRST = (REFERENCE, "onnxruntime", "onnxruntime-noopt", "mnn", "testdouble")
 
 
 def pick_voters(majority: list[str], blamed: str, excluded: dict[str, str] | None = None, limit: int = MAX_VOTERS) -> list[str]:
     """The majority engines to compare with: all but the blamed and excluded ones, cheapest first, at most `limit`."""
-    rank = lambda e: (_CHEAP_FIRST.index(e) if e in _CHEAP_FIRST else len(_CHEAP_FIRST), e)  # noqa: E731
-    return sorted((e for e in majority if e != blamed and e not in (excluded or {})), key=rank)[:limit]
+    return sorted((e for e in majority if e != blamed and e not in (excluded or {})), key=lambda e: (cost_of(e), e))[:limit]
 
 
 @dataclass
@@ -66,7 +65,7 @@ def node_attrs(node: onnx.NodeProto) -> dict[str, Any]:
     return _plain(attrs)
 
 
-def localise(pool: Any, model: onnx.ModelProto, inputs: dict[str, np.ndarray], blamed: str, majority: list[str] | str,
+def localise(pool: Pool, model: onnx.ModelProto, inputs: dict[str, np.ndarray], blamed: str, majority: list[str] | str,
              excluded: dict[str, str] | None = None) -> Localisation:
     """Run the exposed model on `blamed` and the majority (up to MAX_VOTERS of it); list the nodes whose outputs diverge."""
     against = [majority] if isinstance(majority, str) else pick_voters(majority, blamed, excluded)
@@ -129,5 +128,4 @@ def value_source(agreeing: Iterable[str], fallback: str) -> str:
     """The engine whose intermediate values stand for the majority's (localisation, isolation, reduction): the reference
     evaluator or onnxruntime when they agree with the majority (cheapest to run with every tensor exposed), else
     `fallback` (another agreeing engine, chosen by the caller)."""
-    agreeing = set(agreeing)
-    return next((e for e in (REFERENCE, "onnxruntime") if e in agreeing), fallback)
+    return next(iter(spec_close_first(agreeing)), fallback)

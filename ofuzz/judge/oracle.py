@@ -19,9 +19,9 @@ import networkx as nx
 import numpy as np
 
 from ofuzz.core.vocab import DCF, DCP, IF, MCF, REFERENCE  # noqa: F401  (re-exported for the oracle's users)
+from ofuzz.exec.engines.registry import spec_close_first
 from ofuzz.judge.compare import RULE, Comparison  # noqa: F401  (Comparison re-exported for the oracle's users)
 
-EXPECTED_FIRST = (REFERENCE, "onnxruntime")  # whose outputs a majority stands for: the spec-close ones first (names, not imports)
 
 
 REL_TOL, MAX_BAD_FRACTION, FLOOR = RULE.rel_tol, RULE.max_bad_fraction, RULE.floor
@@ -175,7 +175,7 @@ def judge_outcomes(outcomes: dict[str, tuple[Any, Any]], names: list[str], decla
     pool = voters or ran
     # the expected outputs: the reference, else onnxruntime, else any majority member (hand triage 7: MNN's uninitialised
     # ConstantOfShape, 1e-14 where the others gave 0, agreed within tolerance and became the repro's expected output)
-    rep = next((e for e in EXPECTED_FIRST if e in majority), majority[0]) if majority else (REFERENCE if REFERENCE in pool else sorted(pool)[0])
+    rep = next(iter(spec_close_first(majority)), majority[0]) if majority else (REFERENCE if REFERENCE in pool else sorted(pool)[0])
     v.expected_from = rep
     for eng in ran:
         r = results[eng]

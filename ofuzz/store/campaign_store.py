@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ofuzz.core.vocab import DCP
+from ofuzz.store.campaign_dir import MODELS, STORE
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -88,8 +89,8 @@ class Store:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "models").mkdir(exist_ok=True)
-        path = self.root / "campaign.sqlite"
+        (self.root / MODELS).mkdir(exist_ok=True)
+        path = self.root / STORE
         try:
             self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")

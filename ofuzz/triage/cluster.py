@@ -13,9 +13,10 @@ from typing import Any
 
 import onnx
 
+from ofuzz.store.campaign_dir import CampaignDir
 from ofuzz.core.vocab import DCF, IF
 from ofuzz.core.vocab import BUG, PENDING, UNCONFIRMED
-from ofuzz.judge.noise import NoiseClasses
+from ofuzz.judge.noise import Family, NoiseClasses, UnknownShapeRule
 from ofuzz.judge.signature import Signature, finding_id
 from ofuzz.judge.judging import Policy
 from ofuzz.triage.merge_rules import FAMILY, run_merge_rules
@@ -60,7 +61,7 @@ def _triaged(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, di
     infos: dict[str, dict[str, Any]] = {}
     for f in findings:
         fid = finding_id(f["signature"])
-        for p in [campaign_dir / "repros" / fid / "finding.json", *sorted((campaign_dir / "repros").glob(f"{fid}~*/finding.json"))]:
+        for p in [CampaignDir(campaign_dir).finding_json(fid), *sorted(CampaignDir(campaign_dir).repros.glob(f"{fid}~*/finding.json"))]:
             if p.is_file():
                 infos[p.parent.name] = {**json.loads(p.read_text()), "_row": f}
     return infos
@@ -79,12 +80,15 @@ def _clustered_key(campaign_dir: Path, fid: str, info: dict[str, Any], rep: dict
     if failed_op and key.status != DCF and key.message not in SHOWN_TRIGGERS:
         key = omitted_input_key(key, sig.text, _node_of(campaign_dir, rep_folder(fid, info), failed_op)) or key
     joined_by = "its own reduced repro" if "root" in info else f"attached: the same pre-key as {info.get('attached_to')}, not reduced"
+    if info.get("revealed_behind"):
+        behind = info["revealed_behind"]
+        joined_by = f"its own reduced repro, revealed behind {behind['finding']} once {behind['rewrite']} was written out"
     base = fid.split("~")[0]
-    if "~" in fid and nodes > WELL_REDUCED and base in key_of_fid:
+    if "~" in fid and "~r" not in fid and nodes > WELL_REDUCED and base in key_of_fid:
         key = key_of_fid[base]  # a further model that did not reduce says nothing new: it joins its signature's root cause
         joined_by = f"a further model of {base}'s signature that did not reduce ({nodes} nodes)"
     severity = key.severity()
-    fam = _family(campaign_dir, key, rep_folder(fid, info), nodes, noise)
+    fam = _family(campaign_dir, key, rep_folder(fid, info), nodes, noise, (rep.get("versions") or {}).get(key.engine))
     if fam is not None:  # one code path of the engine under several operator names: one root cause
         return RootKey(key.engine, FAMILY, fam.name, fam.ops, (), (), ""), severity, f"family {fam.name} of {_key_text(key)}", fam
     unknown = _unknown_shape_rule(campaign_dir, key, rep_folder(fid, info), rep.get("witnesses") or [], noise)
@@ -161,31 +165,32 @@ def rep_folder(fid: str, info: dict[str, Any]) -> str:
 
 
 def _node_of(campaign_dir: Path, folder: str, op: str) -> onnx.NodeProto | None:
-    path = campaign_dir / "repros" / folder / "model.onnx"
+    path = (CampaignDir(campaign_dir).repro(folder) / "model.onnx")
     if not folder or not path.is_file():
         return None
     return next((n for n in onnx.load(str(path)).graph.node if n.op_type == op), None)
 
 
-def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: Any) -> Any:
-    """The engine's operator family (noise/families.yaml) of a one-node repro, counting the node's inputs."""
+def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: NoiseClasses | None, version: str | None) -> Family | None:
+    """The engine's operator family (backends/<engine>/triage.yaml) of a one-node repro, counting the node's inputs, for
+    the engine version the repro ran on."""
     if noise is None or nodes != 1 or len(key.ops) != 1 or key.failure == UPSTREAM or not noise.family_rules:
         return None
-    path = campaign_dir / "repros" / folder / "model.onnx"
+    path = (CampaignDir(campaign_dir).repro(folder) / "model.onnx")
     if not folder or not path.is_file():
         return None
     model = onnx.load(str(path))
     node = model.graph.node[0]
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
     return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i), key.failure, _first_input_rank(model), attrs,
-                        _first_input_type(model))
+                        _first_input_type(model), version)
 
 
-def _unknown_shape_rule(campaign_dir: Path, key: RootKey, folder: str, witness_ops: list[str], noise: Any) -> Any:
-    """The engine's upstream_unknown_shape rule (noise/families.yaml) when this `upstream` failure's culprits hand its
+def _unknown_shape_rule(campaign_dir: Path, key: RootKey, folder: str, witness_ops: list[str], noise: NoiseClasses | None) -> UnknownShapeRule | None:
+    """The engine's upstream_unknown_shape rule (backends/<engine>/triage.yaml) when this `upstream` failure's culprits hand its
     consumer only tensors of unknown static shape (see witness.hands_on_unknown_shape); else None."""
     rule = noise.unknown_shape(key.engine) if noise is not None and key.failure == UPSTREAM and witness_ops else None
-    path = campaign_dir / "repros" / folder / "model.onnx"
+    path = (CampaignDir(campaign_dir).repro(folder) / "model.onnx")
     if rule is None or not folder or not path.is_file():
         return None
     model = onnx.load(str(path))

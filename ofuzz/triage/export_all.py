@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ofuzz.core.vocab import IF, MCF, UNSUPPORTED
+from ofuzz.store.campaign_dir import FINDING, CampaignDir
+from ofuzz.core.vocab import IF, MCF, TIMEOUT, UNSUPPORTED
 from ofuzz.exec.engines.registry import EngineSpec
 from ofuzz.core.npz import load_npz
 from ofuzz.triage.repro_check import close_runners
@@ -85,15 +86,15 @@ def pending_findings(campaign_dir: Path, engines: set[str]) -> tuple[list[dict[s
     for f in rows:
         variants = [f] + [{**f, "first_idx": idx, "first_model": mid, "variant": k + 1} for k, (idx, mid) in enumerate(extra.get(f["signature"], []))]
         for v in variants:
-            if (campaign_dir / "repros" / folder_id(v) / "finding.json").is_file():
+            if (CampaignDir(campaign_dir).finding_json(folder_id(v))).is_file():
                 done += "variant" not in v
-            elif all(e in engines for e in v["engine"].split("+")) and (campaign_dir / "models" / f"{v['first_model']}.onnx").is_file():
+            elif all(e in engines for e in v["engine"].split("+")) and (CampaignDir(campaign_dir).model(v['first_model'])).is_file():
                 todo.append(v)
     return todo, done
 
 
 def _unnamed_non_hang(sig: Signature) -> bool:
-    return sig.op == "?" and sig.kind != "timeout"
+    return sig.op == "?" and sig.kind != TIMEOUT
 
 
 def export_order(todo: list[dict[str, Any]], capped: bool) -> list[dict[str, Any]]:
@@ -102,7 +103,7 @@ def export_order(todo: list[dict[str, Any]], capped: bool) -> list[dict[str, Any
     hang would leave others unexported."""
     if capped:
         return list(todo)
-    return sorted(todo, key=lambda f: Signature.parse(f["signature"]).kind != "timeout")
+    return sorted(todo, key=lambda f: Signature.parse(f["signature"]).kind != TIMEOUT)
 
 
 def folder_id(f: dict[str, Any]) -> str:
@@ -141,10 +142,10 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
 
     def one(pool: EnginePool, f: dict[str, Any]) -> None:
         fid = folder_id(f)
-        models = campaign_dir / "models"
+        models = CampaignDir(campaign_dir).models
         try:
             triage_finding(pool, by_name, f, models / f"{f['first_model']}.onnx", load_npz(models / f"{f['first_model']}.inputs.npz"),
-                           campaign_dir / "repros" / fid, per_finding, policy, reps, opinions)
+                           CampaignDir(campaign_dir).repro(fid), per_finding, policy, reps, opinions)
         except Exception as exc:  # noqa: BLE001  (recorded; the others go on)
             prog.record(fid, exc, echo, on_progress)
             return
@@ -183,7 +184,7 @@ def _fan_out(actors: Any, campaign_dir: Path, todo: list[dict[str, Any]], per_fi
              echo: Callable[[str], None], on_progress: Callable[[ExportProgress], None] | None, stop: Callable[[], bool]) -> None:
     """The export over Ray actors: each triages in its own pool and sends the repro folder's files back; the driver
     writes them and keeps the representatives' claims, so later findings of a cluster attach instead of reducing."""
-    models = campaign_dir / "models"
+    models = CampaignDir(campaign_dir).models
 
     def call(handle: Any, f: dict[str, Any]) -> Any:
         claims = list(reps.by_key.items())
@@ -192,9 +193,9 @@ def _fan_out(actors: Any, campaign_dir: Path, todo: list[dict[str, Any]], per_fi
 
     def done(f: dict[str, Any], value: tuple[dict[str, bytes], dict[str, Any]]) -> None:
         files, info = value
-        out = campaign_dir / "repros" / folder_id(f)
+        out = CampaignDir(campaign_dir).repro(folder_id(f))
         out.mkdir(parents=True, exist_ok=True)
-        for name, data in sorted(files.items(), key=lambda kv: kv[0] == "finding.json"):  # finding.json last: it marks the folder done
+        for name, data in sorted(files.items(), key=lambda kv: kv[0] == FINDING):  # finding.json last: it marks the folder done
             (out / name).write_bytes(data)
         if "root" in info and info.get("pre_key") and (not f.get("variant") or info.get("op") not in (None, "?")):
             reps.claim(info["pre_key"], folder_id(f))
@@ -208,7 +209,7 @@ def _done_representatives(campaign_dir: Path) -> list[tuple[str, str]]:
     import json
 
     out = []
-    for p in sorted((campaign_dir / "repros").glob("*/finding.json")):
+    for p in sorted(CampaignDir(campaign_dir).repros.glob("*/finding.json")):
         try:
             info = json.loads(p.read_text())
         except ValueError:
@@ -240,7 +241,7 @@ def finish_triage(campaign_dir: Path) -> dict[str, Any]:
 def _class_detail(campaign_dir: Path, fid: str) -> dict[str, Any]:
     import json
 
-    p = campaign_dir / "repros" / fid / "finding.json"
+    p = CampaignDir(campaign_dir).finding_json(fid)
     if not p.is_file():
         return {}
     info = json.loads(p.read_text())
@@ -268,6 +269,6 @@ def findings_with_repros(campaign_dir: Path) -> list[dict[str, Any]]:
     st.close()
     for r in rows:
         r["id"] = finding_id(r["signature"])
-        info_path = campaign_dir / "repros" / r["id"] / "finding.json"
+        info_path = CampaignDir(campaign_dir).finding_json(r["id"])
         r["repro"] = json.loads(info_path.read_text()) if info_path.is_file() else None
     return rows

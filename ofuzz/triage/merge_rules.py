@@ -16,7 +16,7 @@ from ofuzz.core.vocab import DCF, FAILED, crash_like, crash_or_hang
 from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED
 
 Roots = dict[str, dict[str, Any]]
-FAMILY = "family"  # the status of a root key that stands for an engine's operator family (noise/families.yaml)
+FAMILY = "family"  # the status of a root key that stands for an engine's operator family (backends/<engine>/triage.yaml)
 
 
 @dataclass(frozen=True)

@@ -19,14 +19,18 @@ import json
 import shutil
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 
+from ofuzz.store.campaign_dir import FINDING
 from ofuzz.core.vocab import IF, MCF
+from ofuzz.core import onnx_guard
 from ofuzz.core.npz import load_npz
+from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, written_out
 from ofuzz.core.vocab import BUG, DCF, DCP, SPLIT, UNCONFIRMED, UNDEFINED
 from ofuzz.exec.engines.client import STEP_LIMIT
 from ofuzz.exec.engines.registry import EngineSpec
@@ -87,17 +91,72 @@ def _hit(judged: Judged, finding: dict[str, Any]) -> Finding | None:
     return same
 
 
+@dataclass
+class Case:
+    """One finding on its way through triage: what the re-run showed, and on which engine and pool it is reduced."""
+
+    pool: EnginePool
+    specs: dict[str, EngineSpec]
+    finding: dict[str, Any]
+    model: onnx.ModelProto
+    inputs: dict[str, np.ndarray]
+    out: Path
+    policy: Policy
+    opinions: SecondOpinions | None
+    judged: Judged
+    hit: Finding
+    engine: str
+    base: dict[str, Any]
+    hang: bool = False
+    second: str = ""
+
+    @property
+    def fid(self) -> str:
+        return finding_id(self.finding["signature"]) + (f"~{self.finding['variant']}" if self.finding.get("variant") else "")
+
+
+ATTACH_BUDGET = 10.0  # seconds to reduce a finding whose pre-key has a representative: its own key is the evidence
+
+
 def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_path: Path,
                    inputs: dict[str, np.ndarray], out: Path, budget: float, policy: Policy, reps: Representatives | None = None,
-                   opinions: SecondOpinions | None = None) -> dict[str, Any]:
+                   opinions: SecondOpinions | None = None, depth: int = 0) -> dict[str, Any]:
+    """Re-judge, classify, reduce, export and key one finding; returns (and writes) its finding.json."""
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    model = onnx.load(str(model_path))
     shutil.copyfile(model_path, out / "original.onnx")
+    case = _rejudged(pool, spec_by_name, finding, onnx.load(str(model_path)), inputs, out, policy, opinions, t0)
+    if not isinstance(case, Case):
+        return _record(out, case)
+    key = pre_key(case.hit, case.judged)
+    # a further model of a signature is reduced to see which operators its message hides, unless the engine named it
+    named = case.hit.status != DCF and case.hit.op not in (None, "?")
+    rep = reps.claim(key, case.fid) if reps is not None and (not finding.get("variant") or named) else None
+    if rep is not None:  # the same pre-key is no evidence of the same defect: reduced on its own, briefly; its key decides
+        case.base["pre_key_of"] = rep
+        budget = min(budget, ATTACH_BUDGET)
+    red_model, red_feeds, red_judged, reduction, value_engine = _reduced(case, budget)
+    t1 = time.perf_counter()
+    info = write_repro(out, case.pool, case.specs, {**finding, "engine": case.engine, "op": case.hit.op or finding.get("op")}, red_model, red_feeds,
+                       reduction, policy, {**case.base, "pre_key": key}, red_judged)
+    root, rewrite = _keyed(case, info, red_model, red_feeds, value_engine)
+    # what the reduced repro holds, before clustering: no id here (the root cause's id is the clustered key's, in
+    # `ofuzz bugs`; an id of this raw key disagreed with it and misled hand triage 6)
+    info["root"] = {k: v for k, v in root.to_json().items() if k != "id"}
+    _final_class(case, info, root, red_model, red_feeds, value_engine)
+    if rewrite is not None and depth == 0:
+        info["revealed"] = revealed_behind(case, rewrite, budget)
+    info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2)})
+    return _record(out, info)
+
+
+def _rejudged(pool: EnginePool, specs: dict[str, EngineSpec], finding: dict[str, Any], model: onnx.ModelProto, inputs: dict[str, np.ndarray],
+              out: Path, policy: Policy, opinions: SecondOpinions | None, t0: float) -> Case | dict[str, Any]:
+    """The finding re-judged with the full policy (twice before it is unconfirmed), on the mode its users run when it
+    fails to convert there too; a Case to reduce, or the finding.json of one that is not a bug."""
     engine = finding["engine"]
     judged = judge_model(pool, model, out / "original.onnx", inputs, policy=policy, skip=_skip_for(pool, finding))
-    hit = _hit(judged, finding)
-    reruns = 1
+    hit, reruns = _hit(judged, finding), 1
     if hit is None and Signature.parse(finding["signature"]).kind != "timeout":
         # once more before calling it unconfirmed: in the seed-76 export MNN failed to convert two models it had run in
         # the campaign and ran again a moment later (their DCFs, Softmax and LpNormalization, were lost); not a hang,
@@ -107,37 +166,38 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     base = {"engine": engine, "status": finding["status"], "signature": finding["signature"], "op": finding.get("op"),
             "first_idx": finding.get("first_idx"), "first_model": finding.get("first_model"), "variant": finding.get("variant", 0),
             "summary": finding["summary"], "versions": pool.versions(), "excluded": judged.verdict.excluded,
-            "reruns": reruns, "timing": {"rejudge": round(time.perf_counter() - t0, 2)}}
+            "reruns": reruns, "timing": {"rejudge": round(time.perf_counter() - t0, 2)}, **finding.get("extra", {})}
     if hit is None:
         now = judged.verdict.results.get(engine)
-        return _record(out, {**base, "klass": UNCONFIRMED, "status_on_rerun": now.status if now else "?"})
+        return {**base, "klass": UNCONFIRMED, "status_on_rerun": now.status if now else "?"}
     base.update({"klass": hit.klass, "rerun_signature": hit.signature, "class_detail": _class_detail(hit)})
     if hit.klass != BUG:
-        return _record(out, base)
+        return base
     step = judged.verdict.results[engine].outcome
     # a hang is a defect in whichever mode it happens, and judging it in the other mode would cost a second engine timeout
     hang = getattr(step, "kind", "") == "timeout"
     if hang and (getattr(step, "starved", None) or 0.0) >= STARVED:
         # the engine was runnable but had no CPU most of the time: the machine was busy, the engine need not hang
-        return _record(out, {**base, "klass": UNCONFIRMED, "status_on_rerun": f"timeout, waiting for a CPU {step.starved:.0%} of the time"})
-    second = spec_by_name[engine].second_opinion if engine in spec_by_name else ""
-    moved = (_in_users_mode(opinions, second, pool, engine, model, out / "original.onnx", inputs, hit, policy)
+        return {**base, "klass": UNCONFIRMED, "status_on_rerun": f"timeout, waiting for a CPU {step.starved:.0%} of the time"}
+    case = Case(pool, specs, finding, model, inputs, out, policy, opinions, judged, hit, engine, base, hang,
+                specs[engine].second_opinion if engine in specs else "")
+    moved = (_in_users_mode(opinions, case.second, pool, engine, model, out / "original.onnx", inputs, hit, policy)
              if hit.status == MCF and not hang else None)
     if moved is not None:  # reduced, exported and keyed on the mode its users run (see second_opinion.py)
-        pool, judged, hit = moved
-        spec_by_name = {**spec_by_name, second: opinions.specs[second]}  # type: ignore[union-attr]
-        base.update({"engine": second, "campaign_engine": engine, "versions": pool.versions(), "rerun_signature": hit.signature})
-        engine = second
-    key = pre_key(hit, judged)
-    fid = finding_id(finding["signature"]) + (f"~{finding['variant']}" if finding.get("variant") else "")
-    # a further model of a signature is reduced to see which operators its message hides, unless the engine named it
-    named = hit.status != DCF and hit.op not in (None, "?")
-    rep = reps.claim(key, fid) if reps is not None and (not finding.get("variant") or named) else None
-    if rep is not None:
-        return _record(out, {**base, "attached_to": rep, "pre_key": key})
+        case.pool, case.judged, case.hit = moved
+        case.specs = {**specs, case.second: opinions.specs[case.second]}  # type: ignore[union-attr]
+        base.update({"engine": case.second, "campaign_engine": engine, "versions": case.pool.versions(), "rerun_signature": case.hit.signature})
+        case.engine = case.second
+    return case
+
+
+def _reduced(case: Case, budget: float) -> tuple[onnx.ModelProto, dict[str, np.ndarray], Judged | None, dict[str, Any], str]:
+    """The reduced repro (from the node alone when isolation already cut it), its verdict if the reducer has it, the
+    reduction's record and the engine whose values the reduction's cuts are fed with."""
+    judged, hit, engine, model = case.judged, case.hit, case.engine, case.model
     must_agree = {e for e, r in judged.verdict.results.items() if r.status == DCP and e not in judged.verdict.excluded}
     iso = judged.isolated.get(engine)
-    start_model, start_feeds = model, inputs
+    start_model, start_feeds = model, case.inputs
     start_node = ((judged.verdict.diverging or {}).get(engine) or {}).get("node")
     if hit.status == DCF and iso is not None and iso.verdict == DEFECT and iso.model is not None:
         start_model, start_feeds, start_node = iso.model, iso.feeds, None  # the node alone already shows it
@@ -153,64 +213,118 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     # (the others split) the engines that ran stand in; with none at all, only the blamed engine ran and nothing matched
     voters = ran if hit.status != DCF else set()
     reduction: dict[str, Any] = {"nodes_before": len(model.graph.node), "nodes_after": len(start_model.graph.node), "seconds": 0.0, "checks": 0}
-    red_model, red_feeds, red_judged = start_model, start_feeds, None
-    outcome = judged.verdict.results[engine].outcome
-    if hang:
-        budget = 0  # every check of a hang costs the engine's whole timeout: keep the model as found
+    if case.hang:
         reduction["note"] = "hangs are not reduced (each check would cost the engine's timeout)"
         # repro.py waits a quarter longer than the engine's limit, which the campaign and the re-run each saw pass (the
         # export does not run it a third time: see check_repro)
-        base["hang_after"] = round(HANG_WAIT * max(outcome.time, 1.0), 1)
-        red_judged = judged  # the model stays as found: its re-run just now is its verdict (not a second engine timeout)
-    if budget > 0:
-        red = reduce_model(pool, start_model, start_feeds, Target.of(hit), value_engine, budget=budget, start_node=start_node,
-                           policy=policy, must_agree=must_agree, cheap=set(pick_voters(sorted(must_agree or voters), engine, judged.verdict.excluded)),
-                           focus=hit.detail.get("failed_nodes") or ([start_node] if start_node and hit.status != DCF else None))
-        reduction = {"nodes_before": len(model.graph.node), "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2), "checks": red.checks,
-                     "one_minimal": red.one_minimal, "isolated_first": start_model is not model,
-                     "passes": {k: vars(v) for k, v in red.passes.items()}, "log": red.log[:30]}
-        red_model, red_feeds, red_judged = red.model, red.inputs, red.judged
-    t1 = time.perf_counter()
-    info = write_repro(out, pool, spec_by_name, {**finding, "engine": engine, "op": hit.op or finding.get("op")}, red_model, red_feeds, reduction, policy,
-                       {**base, "pre_key": key}, red_judged)
-    key = _root_key(engine, hit, judged, info, red_model, red_feeds)
-    if hit.status != DCF and not crash_like(key.failure) and len(red_model.graph.node) >= 2:
+        case.base["hang_after"] = round(HANG_WAIT * max(judged.verdict.results[engine].outcome.time, 1.0), 1)
+        return start_model, start_feeds, judged, reduction, value_engine  # its re-run just now is its verdict
+    if budget <= 0:
+        return start_model, start_feeds, None, reduction, value_engine
+    red = reduce_model(case.pool, start_model, start_feeds, Target.of(hit), value_engine, budget=budget, start_node=start_node,
+                       policy=case.policy, must_agree=must_agree,
+                       cheap=set(pick_voters(sorted(must_agree or voters), engine, judged.verdict.excluded)),
+                       focus=hit.detail.get("failed_nodes") or ([start_node] if start_node and hit.status != DCF else None))
+    reduction = {"nodes_before": len(model.graph.node), "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2), "checks": red.checks,
+                 "one_minimal": red.one_minimal, "isolated_first": start_model is not model,
+                 "passes": {k: vars(v) for k, v in red.passes.items()}, "log": red.log[:30]}
+    return red.model, red.inputs, red.judged, reduction, value_engine
+
+
+def _keyed(case: Case, info: dict[str, Any], model: onnx.ModelProto, feeds: dict[str, np.ndarray], value_engine: str) -> tuple[RootKey, Any]:
+    """The reduced repro's root key: upstream of a sink that runs fine alone, or by the trigger a rewrite showed (the
+    rewrite is returned, to look for what it uncovers in the original model)."""
+    hit, engine, opinions, second = case.hit, case.engine, case.opinions, case.second
+    key = _root_key(engine, hit, case.judged, info, model, feeds)
+    if hit.status != DCF and not crash_like(key.failure) and len(model.graph.node) >= 2:
         users = ((lambda m, f: opinions.runs(second, m, f) is not False)  # type: ignore[union-attr]
                  if opinions is not None and second and engine != second else None)
-        seen_by = witnesses(pool, red_model, red_feeds, engine, value_engine, users)
+        seen_by = witnesses(case.pool, model, feeds, engine, value_engine, users)
         if seen_by:  # the failing sink runs alone: it only shows a defect upstream, which is the root cause
-            info["witnesses"] = [red_model.graph.node[i].op_type for i in seen_by]
-            key = upstream_of(key, without(red_model, seen_by))
+            info["witnesses"] = [model.graph.node[i].op_type for i in seen_by]
+            key = upstream_of(key, without(model, seen_by))
+    if case.hang:
+        return key, None
+    return _triggered_key(case, info, key, model, feeds)
+
+
+def _triggered_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[RootKey, Any]:
+    """The key by the trigger a rewrite of the repro shows (an omitted default written out at its prose or schema
+    default, a shorthand spelled out), with the rewrite; the key unchanged and None when no rewrite makes it go."""
+    pool, engine, policy, status = case.pool, case.engine, case.policy, case.hit.status
     crashed = crash_like(key.failure)
-    wrote = [] if hang else omitted_defaults_trigger(pool, red_model, red_feeds, engine, policy, hit.status, crashed)
+    wrote = omitted_defaults_trigger(pool, model, feeds, engine, policy, status, crashed)
     if wrote:  # written out at their spec defaults, the engine runs it and agrees: the omission is the root cause
         info["trigger"] = {"omitted": wrote}
-        key = omitted_default_key(key, wrote)
-    if not wrote and not hang and hit.status == DCF and key.failure == "shape" and len(red_model.graph.node) == 1:
-        wrote = schema_defaults_trigger(pool, red_model, red_feeds, engine, policy)
+        return omitted_default_key(key, wrote), ("omitted", wrote)
+    if status == DCF and key.failure in ("shape", "value") and len(model.graph.node) == 1:
+        wrote = schema_defaults_trigger(pool, model, feeds, engine, policy)
         if wrote:  # written out at their schema defaults, the engine agrees: it has the default wrong
             info["trigger"] = {"schema_default": wrote}
-            key = schema_default_key(key, wrote)
-    spelled = [] if hang or wrote else auto_pad_trigger(pool, red_model, red_feeds, engine, policy, hit.status, crashed)
+            return schema_default_key(key, wrote), ("schema_default", wrote)
+    spelled = auto_pad_trigger(pool, model, feeds, engine, policy, status, crashed)
     if spelled:  # with the explicit pads auto_pad stands for, the engine runs it and agrees: auto_pad is the root cause
         info["trigger"] = {"spelled_out": spelled}
-        key = spelled_out_key(key, spelled)
-    # what the reduced repro holds, before clustering: no id here (the root cause's id is the clustered key's, in
-    # `ofuzz bugs`; an id of this raw key disagreed with it and misled hand triage 6)
-    info["root"] = {k: v for k, v in key.to_json().items() if k != "id"}
+        return spelled_out_key(key, spelled), ("spelled_out", spelled)
+    return key, None
+
+
+def _final_class(case: Case, info: dict[str, Any], key: RootKey, model: onnx.ModelProto, feeds: dict[str, np.ndarray], value_engine: str) -> None:
+    """What the reduced repro makes of the finding: undefined (it passes through a value the spec leaves undefined),
+    mode-only (the users' mode gets it right), or unconfirmed (repro.py does not show it)."""
+    hit, opinions, second = case.hit, case.opinions, case.second
     if hit.status == IF or (hit.status != DCF and crash_like(key.failure)):  # a refusal to convert seldom depends on values
-        und = undefined_on_the_way(pool, red_model, red_feeds, value_engine, policy.noise)
+        und = undefined_on_the_way(case.pool, model, feeds, value_engine, case.policy.noise)
         if und is not None:  # it fails on a value the spec does not define (NaN cast to int64, then Mod by -1)
             info["klass"], info["undefined"], info["class_detail"] = UNDEFINED, und, {"undefined": und}
-    if info.get("klass") != UNDEFINED and opinions is not None and second and hit.status in (DCF, IF) and (out / "expected.npz").is_file():
-        if opinions.agrees(second, red_model, red_feeds, load_npz(out / "expected.npz")):
+    if info.get("klass") != UNDEFINED and opinions is not None and second and hit.status in (DCF, IF) and (case.out / "expected.npz").is_file():
+        if opinions.agrees(second, model, feeds, load_npz(case.out / "expected.npz")):
             info["klass"] = MODE_ONLY
             info["mode_only"] = f"{second} (the same engine as its users run it) runs the reduced repro and matches the expected outputs"
     if str(info.get("repro_check", "")).startswith("not reproduced"):
         # the exported repro, run on its own, does not show it: not counted as a bug (the folder stays, to look at)
         info["klass"], info["unconfirmed_because"] = UNCONFIRMED, "repro.py does not reproduce it in a fresh process"
-    info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2)})
-    return _record(out, info)
+
+
+def revealed_behind(case: Case, rewrite: tuple[str, list[str]], budget: float) -> dict[str, Any] | None:
+    """A trigger rewrite removes the *first* failure of the finding's model; another defect of the same model may still
+    be there (hand triage: MNN's bidirectional GRU and MaxPool-with-Indices sat behind the pools-without-strides crash).
+    The same rewrite applied to the original model, re-judged: if the engine still has a bug there, it is triaged as a
+    finding of its own (folder `<id>~r1`), reduced and keyed alone. Returns what was found (None: nothing behind)."""
+    kind, wrote = rewrite
+    rewritten = rewrite_original(case.model, kind, wrote, case.inputs)
+    if rewritten is None:
+        return None
+    out = case.out.parent / f"{case.fid.split('~')[0]}~r1"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "rewritten.onnx"
+    onnx.save(rewritten, str(path))
+    judged = judge_model(case.pool, rewritten, path, case.inputs, policy=case.policy, skip=_all_but_voters(case.pool, case.engine, "a rewrite's check"))
+    hit = next((f for f in judged.findings if f.engine == case.engine and f.klass == BUG), None)
+    if hit is None:
+        shutil.rmtree(out, ignore_errors=True)
+        return None
+    row = {**case.finding, "signature": hit.signature, "status": hit.status, "op": hit.op, "summary": hit.summary, "variant": 0,
+           "extra": {"revealed_behind": {"finding": case.fid, "rewrite": {kind: wrote}}}}
+    info = triage_finding(case.pool, case.specs, row, path, case.inputs, out, budget, case.policy, None, case.opinions, depth=1)
+    return {"folder": out.name, "signature": hit.signature, "klass": info.get("klass")}
+
+
+def rewrite_original(model: onnx.ModelProto, kind: str, wrote: list[str], feeds: dict[str, np.ndarray]) -> onnx.ModelProto | None:
+    """The finding's original model with the rewrite a trigger showed on its repro (the same attributes written out)."""
+    if kind == "omitted":  # "MaxPool.strides": written_out names the attribute alone
+        fixed, did = written_out(model, {w.split(".", 1)[1] for w in wrote})
+    elif kind == "schema_default":  # "Resize.mode": schema_defaults_written_out names operator and attribute
+        fixed, did = schema_defaults_written_out(model, set(wrote))
+    else:
+        inferred = onnx_guard.inferred(model, strict=False, check=False)
+        if inferred is None:
+            return None
+        shapes = {vi.name: tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
+                  for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
+        shapes.update({k: tuple(np.shape(v)) for k, v in feeds.items()})
+        fixed, did = auto_pad_written_out(model, shapes)
+    return fixed if did else None
 
 
 def _in_users_mode(opinions: SecondOpinions | None, second: str, pool: EnginePool, engine: str, model: onnx.ModelProto, path: Path,
@@ -281,5 +395,5 @@ def _class_detail(hit: Finding) -> dict[str, Any]:
 
 
 def _record(out: Path, info: dict[str, Any]) -> dict[str, Any]:
-    (out / "finding.json").write_text(json.dumps(info, indent=1, default=str))
+    (out / FINDING).write_text(json.dumps(info, indent=1, default=str))
     return info

@@ -17,7 +17,6 @@ input traits are the ones that matter) and `halve_shapes`.
 """
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -25,8 +24,8 @@ from typing import Any, Callable
 import numpy as np
 import onnx
 
+from ofuzz.triage.reduce_checks import digest, layout_ambiguous, looks_alike, retyped, well_formed
 from ofuzz.core.vocab import DCF
-from ofuzz.core import onnx_guard
 from ofuzz.judge.cut import submodel
 from ofuzz.judge.judging import BUG, Finding, Judged, Policy, declared_shapes, judge_in_memory
 from ofuzz.judge.localise import expose_intermediates
@@ -119,13 +118,13 @@ class Reducer:
         """True if the candidate is valid and still shows the target finding."""
         if self.out_of_time():
             return False
-        key = _digest(model, feeds)
+        key = digest(model, feeds)
         if key in self.cache:
             return self.cache[key]
         st = self.stats.setdefault(self.current_pass, PassStats())
         st.tried += 1
         t = time.perf_counter()
-        ok = _well_formed(model) and self._judge(model, feeds)
+        ok = well_formed(model) and self._judge(model, feeds)
         st.seconds += time.perf_counter() - t
         st.accepted += int(ok)
         self.cache[key] = ok
@@ -147,7 +146,7 @@ class Reducer:
             return False
         ok = self._still_valid(j) and _some_engine_matches_declared(j, declared_shapes(model))
         if ok and not self.skip:
-            self.accepted = {_digest(model, feeds): j}  # only the latest: it is the current model
+            self.accepted = {digest(model, feeds): j}  # only the latest: it is the current model
         return ok
 
 
@@ -187,7 +186,7 @@ def reduce_model(
         if full.consider(fast.model, fast.inputs):
             fast.checks += full.checks
             fast.seconds = time.perf_counter() - t0
-            fast.judged = full.accepted.get(_digest(fast.model, fast.inputs))
+            fast.judged = full.accepted.get(digest(fast.model, fast.inputs))
             return fast
         again = _shrink(pool, model, feeds, target, value_engine, max(1.0, budget - (time.perf_counter() - t0)), start_node, policy, must_agree,
                         focus=focus)
@@ -210,7 +209,7 @@ def _shrink(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
         if not values:
             one_min = False
             r.log.append(f"no intermediate values from {value_engine}; node passes skipped")
-        before = _digest(*cur)
+        before = digest(*cur)
         if values:
             cur = _run_pass(r, "cut_to_node", cut_to_node, cur, values, start_node if round_ == 0 else None)
             cur = _run_pass(r, "cone", cone, cur, values, focus if round_ == 0 else None)
@@ -219,13 +218,13 @@ def _shrink(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
             cur = _run_pass(r, "bypass_nodes", bypass_nodes, cur, values)
         for name, fn in (("drop_attributes", drop_attributes), ("simplify_values", simplify_values), ("halve_shapes", halve_shapes)):
             cur = _run_pass(r, name, fn, cur)
-        if _digest(*cur) == before or r.out_of_time():
+        if digest(*cur) == before or r.out_of_time():
             break
     m, f = cur
     if echo:
         echo(f"reduced {n0} → {len(m.graph.node)} nodes in {r.checks} checks")
     return Reduced(m, f, n0, len(m.graph.node), r.checks, time.perf_counter() - r.t0, one_min and not r.out_of_time(), r.log, r.stats,
-                   r.accepted.get(_digest(m, f)))
+                   r.accepted.get(digest(m, f)))
 
 
 def _run_pass(r: Reducer, name: str, fn: Callable[..., Any], cur: Any, *args: Any) -> Any:
@@ -258,7 +257,7 @@ def _hides_layout(r: Reducer, before: onnx.ModelProto, after: onnx.ModelProto) -
     if not getattr(r, "layout_from_shape", False):
         return False
     had = {vi.name for vi in before.graph.input}
-    return any(_looks_alike(vi, ones=True) for vi in after.graph.input if vi.name not in had)
+    return any(looks_alike(vi, ones=True) for vi in after.graph.input if vi.name not in had)
 
 
 def cut_to_node(r: Reducer, cur: State, values: dict[str, np.ndarray], start_node: str | None) -> State:
@@ -454,85 +453,10 @@ def halve_shapes(r: Reducer, cur: State) -> State:
                 ins = dict(feeds)
                 for n in members:
                     ins[n] = np.take(ins[n], np.arange((size + 1) // 2), axis=axis)
-                cand = _retyped(model, ins)
-                if cand is None or (_layout_ambiguous(cand, ones) and not _layout_ambiguous(model, ones)) or not r.consider(cand, ins):
+                cand = retyped(model, ins)
+                if cand is None or (layout_ambiguous(cand, ones) and not layout_ambiguous(model, ones)) or not r.consider(cand, ins):
                     break
                 model, feeds = cand, ins
     return model, feeds
 
 
-def _layout_ambiguous(model: onnx.ModelProto, ones: bool = False) -> bool:
-    """An input or output of rank 3-5 whose dims after the batch are all one size > 1 ([1,2,2,2]): its NCHW and NHWC
-    layouts have the same shape, so an engine that converts the layout (onnx2tf's default mode) cannot be fed or read
-    back by shape, and its right answer looks wrong (hand triage 7: a 1x1 Conv halved to [1,2,2,2] stayed a bug
-    though onnx2tf's default mode computes it right). ENGINE-NOTES: distinct sizes make a layout detectable.
-    `ones`: size 1 counts too ([1,1,1,1]); its data reads the same either way, but an engine that reads the layout off
-    the shape still takes another path for it."""
-    return any(_looks_alike(vi, ones) for vi in [*model.graph.input, *model.graph.output])
-
-
-def _looks_alike(vi: onnx.ValueInfoProto, ones: bool = False) -> bool:
-    """Rank 3-5 with every dim after the batch of one size (> 1, or ≥ 1 with `ones`): NCHW and NHWC shapes coincide."""
-    dims = [d.dim_value if d.HasField("dim_value") else -1 for d in vi.type.tensor_type.shape.dim]
-    return 3 <= len(dims) <= 5 and dims[1] >= (1 if ones else 2) and len(set(dims[1:])) == 1
-
-
-def _well_formed(model: onnx.ModelProto) -> bool:
-    """onnx's full checker with strict shape inference, and no tensor left empty: a candidate where a 3x3 kernel
-    meets a 1x1 input (attributes dropped) or a Reshape target no longer fits (shapes halved) is not the finding."""
-    inferred = onnx_guard.inferred(model, strict=True, check=True)
-    if inferred is None:
-        return False
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
-        if any(d.HasField("dim_value") and d.dim_value == 0 for d in vi.type.tensor_type.shape.dim):
-            return False
-    return not any(_breaks_spec(n, inferred) for n in inferred.graph.node)
-
-
-def _breaks_spec(node: onnx.NodeProto, inferred: onnx.ModelProto) -> bool:
-    """Operator rules the ONNX spec states that neither its checker nor shape inference enforces; dropping or
-    halving an attribute can break them, and an engine that then refuses the model shows nothing about the finding."""
-    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-    if node.op_type == "ConvTranspose" and attrs.get("output_padding"):
-        # "Each padding value in output_padding must be less than the corresponding stride/dilation dimension"
-        k = len(attrs["output_padding"])
-        strides = list(attrs.get("strides") or [1] * k)
-        dilations = list(attrs.get("dilations") or [1] * k)
-        return any(op >= max(st, dl) for op, st, dl in zip(attrs["output_padding"], strides, dilations))
-    if node.op_type == "Mod" and not attrs.get("fmod"):
-        # "If the input type is floating point, then fmod attribute must be set to 1"
-        types = {vi.name: vi.type.tensor_type.elem_type for vi in [*inferred.graph.input, *inferred.graph.value_info]}
-        types.update({t.name: t.data_type for t in inferred.graph.initializer})
-        return any(types.get(i) in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16) for i in node.input)
-    return False
-
-
-def _digest(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> str:
-    h = hashlib.sha1(model.SerializeToString())
-    for k in sorted(feeds):
-        a = np.ascontiguousarray(feeds[k])
-        h.update(k.encode() + str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
-    return h.hexdigest()
-
-
-def _retyped(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> onnx.ModelProto | None:
-    """The model with new input shapes; output shapes re-inferred (None when they do not fit)."""
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    for vi in m.graph.input:
-        if vi.name in feeds:
-            vi.type.tensor_type.shape.Clear()
-            for d in feeds[vi.name].shape:
-                vi.type.tensor_type.shape.dim.add().dim_value = int(d)
-    for vo in m.graph.output:
-        vo.type.tensor_type.ClearField("shape")
-    del m.graph.value_info[:]
-    inferred = onnx_guard.inferred(m, strict=True, check=True)  # out of process: onnx can abort on such candidates
-    if inferred is None:
-        return None
-    for vo in inferred.graph.output:
-        dims = vo.type.tensor_type.shape.dim
-        if not vo.type.tensor_type.HasField("shape") or any(not d.HasField("dim_value") or d.dim_value < 1 for d in dims):
-            return None
-    del inferred.graph.value_info[:]
-    return inferred

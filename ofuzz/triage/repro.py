@@ -17,6 +17,7 @@ import numpy as np
 import onnx
 
 from ofuzz.core.vocab import REFERENCE
+from ofuzz.store.campaign_dir import FINDING
 from ofuzz.core.paths import CHECKOUT
 from ofuzz.exec.engines.registry import EngineSpec
 from ofuzz.core.npz import npz_bytes
@@ -195,7 +196,7 @@ def write_repro(out: Path, pool: EnginePool, spec_by_name: dict[str, EngineSpec]
         "reduced_ops": sorted({n.op_type for n in model.graph.node}), "repro_failure": repro_failure, **extra,
         "summary": shown, "campaign_summary": finding["summary"],
     }
-    (out / "finding.json").write_text(json.dumps(info, indent=1, default=str))
+    (out / FINDING).write_text(json.dumps(info, indent=1, default=str))
     if spec is not None:
         adapter_file, _, cls = spec.adapter.rpartition(":")
         shutil.copyfile(adapter_file, out / "engine_adapter.py")

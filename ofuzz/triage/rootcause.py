@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ofuzz.core.vocab import DCF, IF, crash_like, crash_or_hang  # noqa: F401  (crash predicates re-exported for triage's users)
+from ofuzz.core.vocab import DCF, IF, PROCESS_DIED, TIMEOUT, crash_like, crash_or_hang  # noqa: F401  (crash predicates re-exported for triage's users)
 
 # Severity: lower is worse.  crash/hang > wrong shape or dtype > wrong values > NaN/Inf handling > failures to run/convert.
 SEVERITY = {"crash": 0, "hang": 0, "shape": 1, "dtype": 1, "missing": 1, "value": 2, "nan": 3, "inf": 3, "failure": 4, "inference": 4, "conversion": 5}
@@ -44,9 +44,9 @@ class RootKey:
 
     def severity(self) -> int:
         head = self.failure.split(":")[0]
-        if head in ("crash", "exit", "oom"):
+        if head in PROCESS_DIED:
             return 0
-        if head == "timeout":
+        if head == TIMEOUT:
             return 0
         if self.status == DCF:
             return SEVERITY.get(head, 2)
@@ -64,10 +64,10 @@ def failure_of(status: str, category: str = "", kind: str = "", etype: str = "")
     """The failure class part of a key: DCF category, or outcome kind with exception type / signal."""
     if status == DCF:
         return category or "value"
-    if kind in ("crash", "exit", "oom"):
+    if kind in PROCESS_DIED:
         return f"{kind}:{etype}" if etype else kind
-    if kind == "timeout":
-        return "timeout"
+    if kind == TIMEOUT:
+        return TIMEOUT
     return f"{kind or 'exception'}:{etype}" if etype else (kind or "exception")
 
 

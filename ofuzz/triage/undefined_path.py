@@ -10,16 +10,17 @@ with its rule, not counted as a bug (a defect that also fails on defined values 
 """
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 import onnx
 
+from ofuzz.exec.pool import Pool
+from ofuzz.judge.noise import NoiseClasses
 from ofuzz.judge.localise import expose_intermediates
 
 
-def undefined_on_the_way(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], value_engine: str,
-                         noise: Any) -> dict[str, str] | None:
+def undefined_on_the_way(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], value_engine: str,
+                         noise: NoiseClasses | None) -> dict[str, str] | None:
     """The first node whose actual inputs fall where the spec defines no result, as {rule, op, node, why}; None when
     there is none or the values cannot be had (the value engine fails on the model with its intermediates exposed)."""
     if noise is None or not getattr(noise, "undefined_rules", ()) or not value_engine:

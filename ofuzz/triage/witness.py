@@ -14,11 +14,12 @@ the repro (the repro needs it) but leaves the root-cause key.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import onnx
 
+from ofuzz.exec.pool import Pool
 from ofuzz.core import onnx_guard
 from ofuzz.judge.cut import submodel
 from ofuzz.judge.localise import expose_intermediates
@@ -33,7 +34,7 @@ def sinks(model: onnx.ModelProto, among: list[int] | None = None) -> list[int]:
     return [k for k in among if not any(o in consumed for o in model.graph.node[k].output if o)]
 
 
-def witnesses(pool: Any, model: onnx.ModelProto, feeds: dict[str, np.ndarray], blamed: str, value_engine: str,
+def witnesses(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], blamed: str, value_engine: str,
               also_runs: Callable[[onnx.ModelProto, dict[str, np.ndarray]], bool] | None = None) -> list[int]:
     """Indices of the repro's nodes that only witness a defect upstream: its single sink if that runs on `blamed` when
     cut out alone, then the single sink of what is left, and so on, while at least one node remains.

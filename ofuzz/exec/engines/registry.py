@@ -7,6 +7,7 @@ whose value is "path/to/file.py:Class" or "module:Class", or `--engine FILE.py:C
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -15,12 +16,31 @@ import sys
 from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import yaml
 
 from ofuzz.core.defaults import DEFAULT_ENGINES
 from ofuzz.core.paths import shipped_dir
+
+
+DEFAULT_COST = 5  # an engine.yaml without `cost`, and every plug-in: after the built-in cheap engines
+
+
+@functools.cache
+def engine_roles() -> dict[str, tuple[int, bool]]:
+    """Built-in engine name -> (cost, spec_close), as their engine.yaml files say."""
+    return {n: (s.cost, s.spec_close) for n, s in builtin_engines().items()}
+
+
+def cost_of(engine: str) -> int:
+    return engine_roles().get(engine, (DEFAULT_COST, False))[0]
+
+
+def spec_close_first(engines: Iterable[str]) -> list[str]:
+    """The spec-close engines among `engines`, cheapest first."""
+    roles = engine_roles()
+    return sorted((e for e in engines if roles.get(e, (0, False))[1]), key=lambda e: (cost_of(e), e))
 
 
 class EngineError(ValueError):
@@ -60,6 +80,11 @@ class EngineSpec:
     # conversion that is merely slow comes out unconfirmed there and a real hang is still reported
     campaign_timeout: float = 0.0
     campaign_step: bool = False  # this spec's timeout is a campaign's step limit (a timeout then is not yet a hang)
+    # roles in the oracle, from engine.yaml: `cost` orders the voters a check asks first (cheapest first), `spec_close`
+    # marks an implementation written from the spec's text (the reference evaluator, onnxruntime) whose outputs stand
+    # for a majority it is in and whose intermediate values feed localisation and reduction
+    cost: int = DEFAULT_COST
+    spec_close: bool = False
 
     def for_campaign(self) -> "EngineSpec":
         """This spec with the campaign's step limit as its timeout (unchanged when it has none)."""
@@ -109,6 +134,7 @@ def _spec_from(raw: dict[str, Any], base: Path, src: str) -> EngineSpec:
         version_max_opset=tuple((str(k), int(v)) for k, v in ((raw.get("versions") or {}).get("max_opset") or {}).items()),
         layout_from_shape=bool(raw.get("layout_from_shape", False)),
         campaign_timeout=float(raw.get("campaign_timeout", 0)),
+        cost=int(raw.get("cost", DEFAULT_COST)), spec_close=bool(raw.get("spec_close", False)),
     )
 
 

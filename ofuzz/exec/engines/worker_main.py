@@ -37,85 +37,91 @@ def _load_adapter(spec: str, options: dict):
     return adapter(**options)
 
 
-def main() -> None:
-    spec = sys.argv[1]
-    options = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+def _guard_process(parent: int) -> None:
+    """A memory limit (OFUZZ_MEMORY_GB), and exit when the fuzzer is gone (even killed by SIGKILL): never linger."""
+    import threading
+
     mem_gb = float(os.environ.get("OFUZZ_MEMORY_GB", "0") or 0)
     if mem_gb > 0:
         lim = int(mem_gb * (1 << 30))
         resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
-    parent = os.getppid()
 
-    def orphan_watch() -> None:  # the fuzzer was killed (even by SIGKILL): do not linger
+    def orphan_watch() -> None:
         while True:
             time.sleep(1.0)
             if os.getppid() != parent:
                 os._exit(0)
 
-    import threading
-
     threading.Thread(target=orphan_watch, daemon=True).start()
+
+
+def _failure(exc: BaseException, tb: str) -> dict:
+    # an adapter may name the ONNX nodes it failed on (`exc.failed_nodes`): a converter's message rarely does
+    nodes = [str(n) for n in getattr(exc, "failed_nodes", None) or []][:8]
+    # and the engine's own source line it failed at (`exc.where`), the unit of a defect to its maintainer
+    return {"ok": False, "etype": type(exc).__name__, "message": str(exc)[:4000], "traceback": tb[-4000:], "nodes": nodes,
+            "where": str(getattr(exc, "where", "") or "")[:200]}
+
+
+def _serve(engine, spec: str, req: dict, names: list) -> dict:
+    """One request (hello, prepare, run) answered; `names` holds the outputs prepare asked for."""
+    import numpy as np
+
+    cmd = req.get("cmd")
+    t0 = time.perf_counter()
+    if cmd == "hello":
+        return {"ok": True, "name": getattr(engine, "name", spec), "version": str(engine.version())}
+    if cmd == "prepare":
+        names[:] = list(req.get("outputs", []))
+        engine.prepare(req["model"], req["workdir"], list(req.get("inputs", [])), list(names))
+        return {"ok": True, "time": time.perf_counter() - t0}
+    if cmd == "run":
+        with np.load(req["inputs"]) as z:
+            inputs = {k: z[k] for k in z.files}
+        t1 = time.perf_counter()
+        outs = engine.run(inputs)
+        dt = time.perf_counter() - t1
+        if not isinstance(outs, dict):
+            outs = dict(zip(names, outs))
+        arrays = {str(k): np.asarray(v) for k, v in outs.items()}
+        np.savez(req["outputs"], **arrays)
+        return {"ok": True, "time": dt, "outputs": list(arrays)}
+    return {"ok": False, "etype": "ProtocolError", "message": f"unknown command {cmd!r}", "traceback": ""}
+
+
+def main() -> None:
+    spec = sys.argv[1]
+    options = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    _guard_process(os.getppid())
     proto = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)
+    os.dup2(2, 1)  # the engine's prints go to the log, never into the protocol
     sys.stdout = sys.stderr
     import faulthandler
 
     faulthandler.enable()  # a crash leaves the Python stack in the log: where in the converter it died (onnx2tf → its onnxruntime)
-    requests = sys.stdin
-    import numpy as np
-
-    engine = None
-    load_error = None
+    engine, load_error, load_tb = None, None, ""
     names: list = []
     try:
         engine = _load_adapter(spec, options)
     except BaseException as exc:  # reported on every request
-        load_error = exc
-        load_tb = traceback.format_exc()
+        load_error, load_tb = exc, traceback.format_exc()
 
     def reply(obj: dict) -> None:
         proto.write(json.dumps(obj) + "\n")
         proto.flush()
 
-    def failure(exc: BaseException, tb: str) -> dict:
-        # an adapter may name the ONNX nodes it failed on (`exc.failed_nodes`): a converter's message rarely does
-        nodes = [str(n) for n in getattr(exc, "failed_nodes", None) or []][:8]
-        # and the engine's own source line it failed at (`exc.where`), the unit of a defect to its maintainer
-        return {"ok": False, "etype": type(exc).__name__, "message": str(exc)[:4000], "traceback": tb[-4000:], "nodes": nodes,
-                "where": str(getattr(exc, "where", "") or "")[:200]}
-
-    for line in requests:
+    for line in sys.stdin:
         req = json.loads(line)
-        cmd = req.get("cmd")
-        if cmd == "exit":
+        if req.get("cmd") == "exit":
             reply({"ok": True})
             break
         if load_error is not None:
-            reply(failure(load_error, load_tb) | {"stage": "load"})
+            reply(_failure(load_error, load_tb) | {"stage": "load"})
             continue
-        t0 = time.perf_counter()
         try:
-            if cmd == "hello":
-                reply({"ok": True, "name": getattr(engine, "name", spec), "version": str(engine.version())})
-            elif cmd == "prepare":
-                names = list(req.get("outputs", []))
-                engine.prepare(req["model"], req["workdir"], list(req.get("inputs", [])), names)
-                reply({"ok": True, "time": time.perf_counter() - t0})
-            elif cmd == "run":
-                with np.load(req["inputs"]) as z:
-                    inputs = {k: z[k] for k in z.files}
-                t1 = time.perf_counter()
-                outs = engine.run(inputs)
-                dt = time.perf_counter() - t1
-                if not isinstance(outs, dict):
-                    outs = dict(zip(names, outs))
-                arrays = {str(k): np.asarray(v) for k, v in outs.items()}
-                np.savez(req["outputs"], **arrays)
-                reply({"ok": True, "time": dt, "outputs": list(arrays)})
-            else:
-                reply({"ok": False, "etype": "ProtocolError", "message": f"unknown command {cmd!r}", "traceback": ""})
+            reply(_serve(engine, spec, req, names))
         except BaseException as exc:  # an engine failure is data, never a worker crash
-            reply(failure(exc, traceback.format_exc()))
+            reply(_failure(exc, traceback.format_exc()))
 
 
 if __name__ == "__main__":
