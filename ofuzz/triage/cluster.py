@@ -46,7 +46,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: NoiseClas
         key, severity, joined_by, rule = _clustered_key(campaign_dir, fid, info, rep, key_of_fid, noise)  # type: ignore[arg-type]
         key_of_fid[fid] = key
         _join(roots, key, severity, fid, info, rep, joined_by, rule)
-    run_merge_rules(roots, passes=1)
+    run_merge_rules(roots)  # to a fixed point: a merge can make another rule apply
     for rc in roots.values():
         rc["held"] = sorted(rc["held"])
         for field in ("where", "reran_as"):

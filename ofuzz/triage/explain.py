@@ -34,7 +34,7 @@ def explanation(root: dict[str, Any]) -> list[str]:
     evidence = root.get("evidence") or []
     lines.append(f"  merges ({len(evidence)}):" if evidence else "  merges: none")
     for e in evidence:
-        shared = {k: v for k, v in e.items() if k not in ("rule", "why", "merged", "merged_key", "into_key", "findings")}
+        shared = {k: v for k, v in e.items() if k not in ("rule", "why", "kind", "merged", "merged_key", "into_key", "findings")}
         lines.append(f"    {e['rule']}: {e['merged']} ({e['merged_key']}) into {e['into_key']}; findings {', '.join(e['findings'])}")
-        lines.append(f"      evidence: {e['why']}" + (f"; shared: {shared}" if shared else ""))
+        lines.append(f"      evidence ({e.get('kind', 'structure')}): {e['why']}" + (f"; shared: {shared}" if shared else ""))
     return lines

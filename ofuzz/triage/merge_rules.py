@@ -19,21 +19,34 @@ Roots = dict[str, dict[str, Any]]
 FAMILY = "family"  # the status of a root key that stands for an engine's operator family (backends/<engine>/triage.yaml)
 
 
+EVIDENCE_KINDS = {
+    "rewrite": "the same rewrite of the repro makes the engine right on both",
+    "source-line": "the engine reports the same source line for both",
+    "witness": "the failing consumer runs right alone: the defect is in what feeds it",
+    "re-run": "the repro, re-run, fails as the other root cause does",
+    "structure": "the same operator alone, by the shape of the keys only (no experiment): weaker evidence",
+}
+
+
 @dataclass(frozen=True)
 class MergeRule:
     name: str
     evidence: str  # what shows that the root causes it merges are one defect
     run: Callable[[Roots], None]
+    kind: str = "structure"  # one of EVIDENCE_KINDS
 
 
 RULES: list[MergeRule] = []
 _ACTIVE: contextvars.ContextVar[MergeRule | None] = contextvars.ContextVar("merge_rule", default=None)
 
 
-def merge_rule(name: str, evidence: str) -> Callable[[Callable[[Roots], None]], Callable[[Roots], None]]:
+def merge_rule(name: str, evidence: str, kind: str) -> Callable[[Callable[[Roots], None]], Callable[[Roots], None]]:
     """Register a merge rule; calling it (from `run_merge_rules` or directly) records its merges under `name`."""
+    if kind not in EVIDENCE_KINDS:
+        raise ValueError(f"merge rule {name}: evidence kind {kind!r} is not one of {sorted(EVIDENCE_KINDS)}")
+
     def wrap(fn: Callable[[Roots], None]) -> Callable[[Roots], None]:
-        rule = MergeRule(name, evidence, fn)
+        rule = MergeRule(name, evidence, fn, kind)
 
         def run(roots: Roots) -> None:
             token = _ACTIVE.set(rule)
@@ -43,7 +56,7 @@ def merge_rule(name: str, evidence: str) -> Callable[[Callable[[Roots], None]], 
                 _ACTIVE.reset(token)
 
         run.__doc__, run.__name__ = fn.__doc__, fn.__name__
-        RULES.append(MergeRule(name, evidence, run))
+        RULES.append(MergeRule(name, evidence, run, kind))
         return run
     return wrap
 
@@ -69,7 +82,7 @@ def key_text(root: dict[str, Any]) -> str:
     return text + (f" [{', '.join(k['attrs'])}]" if k.get("attrs") else "") + (f" \"{k['message']}\"" if k.get("message") else "")
 
 
-@merge_rule("shown-trigger", "the same rewrite of the repro (an omitted default written out, a shorthand spelled out) makes one converter right on both")
+@merge_rule("shown-trigger", "the same rewrite of the repro (an omitted default written out, a shorthand spelled out) makes one converter right on both", "rewrite")
 def absorb_shown_triggers(roots: Roots) -> None:
     """Root causes keyed by the same shown trigger of one converter (an omitted prose default written out, or a
     shorthand spelled out, made the failure go) are one, whatever the failure or the converter's mode: MNN's pools
@@ -93,7 +106,7 @@ def _merge_groups(roots: Roots, groups: dict[Any, list[str]]) -> None:
                 _merge(roots, rid, roots[into], shared=list(shared) if isinstance(shared, tuple) else shared)
 
 
-@merge_rule("upstream-superset", "an upstream failure whose operators include a smaller upstream root cause of the same engine and status")
+@merge_rule("upstream-superset", "an upstream failure whose operators include a smaller upstream root cause of the same engine and status", "witness")
 def absorb_supersets(roots: Roots) -> None:
     """A failure keyed `upstream` (its failing operator runs alone, so the defect lies in what feeds it) whose operators
     include all of a smaller upstream failure's, of the same engine and status, joins that smaller root cause: the extra
@@ -114,7 +127,7 @@ def absorb_supersets(roots: Roots) -> None:
         _merge(roots, rid, min(into, key=lambda o: (len(ops(o)), o["id"])))
 
 
-@merge_rule("unreduced-into-reduced", "an unreduced failure with the same status, failure and message holds the operators of exactly one reduced root cause")
+@merge_rule("unreduced-into-reduced", "an unreduced failure with the same status, failure and message holds the operators of exactly one reduced root cause", "structure")
 def absorb_unreduced(roots: Roots) -> None:
     """A failure whose repro the reducer could not bring down (keyed without operators) joins the one reduced root cause
     of the same engine, status, failure and message whose operators its repro holds: MNN's converter crashing on an
@@ -152,6 +165,7 @@ def _merge(roots: Roots, rid: str, target: dict[str, Any], **shared: Any) -> Non
     target.setdefault("absorbed", []).append(rid)
     rule = _ACTIVE.get()
     target.setdefault("evidence", []).append({"rule": rule.name if rule else "direct", "why": rule.evidence if rule else "",
+                                              "kind": rule.kind if rule else "structure",
                                               "merged": rid, "merged_key": key_text(r), "into_key": key_text(target),
                                               "findings": list(r["findings"]), **shared})
     target["evidence"] += r.get("evidence", [])
@@ -165,7 +179,7 @@ def _merge(roots: Roots, rid: str, target: dict[str, Any], **shared: Any) -> Non
         target["first_idx"], target["first_model"] = r["first_idx"], r["first_model"]
 
 
-@merge_rule("consumer-of-upstream", "a consumer failure whose repro holds the producer of exactly one upstream root cause of the same engine and status")
+@merge_rule("consumer-of-upstream", "a consumer failure whose repro holds the producer of exactly one upstream root cause of the same engine and status", "witness")
 def absorb_consumers_of_upstream(roots: Roots) -> None:
     """A failure keyed by how a consumer complained (its exception and message) whose repro holds the producer of an
     `upstream` root cause of the same engine and status, plus more, joins it: the consumer fails because of what that
@@ -186,7 +200,7 @@ def absorb_consumers_of_upstream(roots: Roots) -> None:
     _absorb_into_one(roots, wants, fits)
 
 
-@merge_rule("upstream-into-wrong-shape", "its culprit operator alone gives a wrong shape on the same converter, which makes consumers fail")
+@merge_rule("upstream-into-wrong-shape", "its culprit operator alone gives a wrong shape on the same converter, which makes consumers fail", "witness")
 def absorb_upstream_into_wrong_shape(roots: Roots) -> None:
     """A failure keyed `upstream X` (its consumer runs fine alone, so X hands it something bad) joins the engine's one
     root cause `DCF shape` in X alone: a wrong output shape is exactly what makes consumers fail (hand triage 7: MNN
@@ -200,7 +214,7 @@ def absorb_upstream_into_wrong_shape(roots: Roots) -> None:
                      lambda r, o: _converter(o) == _converter(r) and _wrong_shape_in(o, r["key"]["ops"]))
 
 
-@merge_rule("upstream-same-signature", "one campaign signature whose models reduced to the operator alone and to it with a consumer")
+@merge_rule("upstream-same-signature", "one campaign signature whose models reduced to the operator alone and to it with a consumer", "witness")
 def absorb_upstream_into_its_signature(roots: Roots) -> None:
     """A failure keyed `upstream X` joins the engine's one root cause in which X fails alone, at the same status, when
     the two share a signature (the same failure and message in the campaign): the reducer kept a consumer of X in one
@@ -213,7 +227,7 @@ def absorb_upstream_into_its_signature(roots: Roots) -> None:
                                    and bool(set(o["signatures"]) & set(r["signatures"]))))
 
 
-@merge_rule("failed-node-is-run-failure", "every repro of the divergence re-runs as the same exception in the same operator")
+@merge_rule("failed-node-is-run-failure", "every repro of the divergence re-runs as the same exception in the same operator", "re-run")
 def absorb_failed_node_into_its_run_failure(roots: Roots) -> None:
     """A `DCF failure` root cause (the blamed engine failed to compute the diverging node once its intermediates were
     exposed) whose repros all re-run as a run failure (IF) of exception type E joins the engine's one `IF exception:E`
@@ -232,7 +246,7 @@ def absorb_failed_node_into_its_run_failure(roots: Roots) -> None:
     _absorb_into_one(roots, failed_node, fits)
 
 
-@merge_rule("same-handler-other-mode", "one converter handler, the same operator failing in both modes of the converter")
+@merge_rule("same-handler-other-mode", "one converter handler, the same operator failing in both modes of the converter", "structure")
 def absorb_across_modes(roots: Roots) -> None:
     """A one-operator failure in one mode of a converter (a repro of up to three nodes keyed by one operator, or
     `upstream X`) joins the converter's one root cause of that operator in its other mode: a wrong shape, or the
@@ -269,7 +283,7 @@ def _wrong_shape_in(root: dict[str, Any], ops: Any) -> bool:
     return k["status"] == DCF and k["failure"] == "shape" and list(k["ops"]) == list(ops)
 
 
-@merge_rule("refusal-and-crash-of-one-lowering", "one operator alone, at one stage, crashes on some shapes and refuses others")
+@merge_rule("refusal-and-crash-of-one-lowering", "one operator alone, at one stage, crashes on some shapes and refuses others", "structure")
 def absorb_refusal_into_crash(roots: Roots) -> None:
     """A one-node failure with a message joins the engine's one crash in that same operator alone, at the same stage
     (run or conversion): a crash carries no message to tell it apart, and an operator whose lowering is broken crashes
@@ -285,7 +299,7 @@ def absorb_refusal_into_crash(roots: Roots) -> None:
                                    and crash_like(o["key"]["failure"]) and one_op(o) and o["key"]["ops"] == r["key"]["ops"]))
 
 
-@merge_rule("values-and-shape-of-one-operator", "one operator alone with the same attributes gives a wrong shape or wrong values")
+@merge_rule("values-and-shape-of-one-operator", "one operator alone with the same attributes gives a wrong shape or wrong values", "structure")
 def absorb_wrong_values_into_wrong_shape(roots: Roots) -> None:
     """A one-operator `DCF value` root cause joins the engine's one `DCF shape` root cause in that operator with the same
     attributes: an operator that selects the wrong elements gives a wrong shape or only wrong values depending on the
@@ -297,7 +311,7 @@ def absorb_wrong_values_into_wrong_shape(roots: Roots) -> None:
                                    and list(o["key"].get("attrs", [])) == list(r["key"].get("attrs", []))))
 
 
-@merge_rule("same-source-line", "the reduced repros fail at the same line of the converter source")
+@merge_rule("same-source-line", "the reduced repros fail at the same line of the converter source", "source-line")
 def absorb_same_source_line(roots: Roots) -> None:
     """Failures of one converter whose reduced repros fail at the same line of its source (the adapter's `where`,
     "ops/ScatterElements.py:240:make_node") are one root cause, whatever operator or message keyed them: that line is
