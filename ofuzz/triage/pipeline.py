@@ -387,7 +387,7 @@ def _skip_for(pool: EnginePool, finding: dict[str, Any]) -> dict[str, str]:
 
 def _class_detail(hit: Finding) -> dict[str, Any]:
     d = hit.detail
-    for k in ("undefined", "gap"):
+    for k in ("undefined", "gap", "operand_order"):
         if k in d:
             return {k: d[k]}
     iso = d.get("isolation")
