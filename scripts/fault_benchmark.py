@@ -101,11 +101,17 @@ def score(campaign: Path, enabled: tuple[str, ...] | None) -> dict[str, Any]:
         rows.append({"root": r["id"], "key": r["key"], "faults": sorted(held), "members": len(r.get("members", []))})
     decoy = [i for i in ids if cat.BY_ID[i].family == "decoy"]
     real = [i for i in reached if i not in decoy]
+    seen_real = [i for i in seen if i not in decoy]  # in some finding's model, alone or beside other faults
     return {"faults": len(ids), "reached": sorted(real), "seen_in_findings": sorted(seen),
+            "seen_one_root_each": sorted(i for i in seen_real if len(held_by[i]) == 1), "seen_missed": sorted(i for i in seen_real if not held_by[i]),
             "one_root_each": sorted(i for i in real if len(held_by[i]) == 1),
             "missed": sorted(i for i in real if not held_by[i]), "split": {i: held_by[i] for i in real if len(held_by[i]) > 1},
             "roots_with_two_faults": [x for x in rows if len(x["faults"]) > 1], "roots_without_fault": [x for x in rows if not x["faults"]],
             "decoy_reported": {i: held_by[i] for i in decoy if held_by[i]}, "roots": rows}
+
+
+def cat_family(fault_id: str) -> str:
+    return catalogue().BY_ID[fault_id].family
 
 
 def main(budget: str = typer.Option("10m", help="Campaign budget."), seed: int = typer.Option(1, help="Campaign seed."),
@@ -124,6 +130,9 @@ def main(budget: str = typer.Option("10m", help="Campaign budget."), seed: int =
     print(f"faults seeded {s['faults']} (decoy included); reached alone {len(real)}: {', '.join(real)}")
     print(f"one root cause each: {len(s['one_root_each'])} of {len(real)} ({100 * len(s['one_root_each']) / max(len(real), 1):.0f}%)")
     print(f"missed: {s['missed'] or 'none'}; split over several roots: {s['split'] or 'none'}")
+    seen = [i for i in s["seen_in_findings"] if i not in s["decoy_reported"] and cat_family(i) != "decoy"]
+    print(f"in any finding's model (alone or beside others) {len(seen)}: one root cause each {len(s['seen_one_root_each'])}; "
+          f"never a root {s['seen_missed'] or 'none'}")
     print(f"roots holding two faults: {len(s['roots_with_two_faults'])}; roots holding none (false): {len(s['roots_without_fault'])}; "
           f"decoy reported: {s['decoy_reported'] or 'never'}")
     for x in s["roots_with_two_faults"] + s["roots_without_fault"]:
