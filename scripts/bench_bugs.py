@@ -44,11 +44,15 @@ def ofuzz(*args: str, timeout: float | None = None) -> subprocess.CompletedProce
     return subprocess.run([sys.executable, "-m", "ofuzz.cli", *args], capture_output=True, text=True, timeout=timeout)
 
 
-def covered(bug: dict, roots: list[dict]) -> bool:
-    """A corpus bug counts as found if a root cause blames its engine with its status on its operator, or is a family
-    of that engine (backends/<engine>/triage.yaml) holding the operator whose failure classes include the bug's (a DCF's
-    category, else its status; a family without failure classes takes any). Families are keyed by their name, not a
-    status, so without this MNN's ArgMax or 1-D Conv bugs went uncounted once their family merged them."""
+def covered(bug: dict, roots: list[dict], campaign: Path | None = None) -> bool:
+    """A corpus bug counts as found if a root cause shows it in its own evidence. With the campaign folder: some member
+    of a root of the bug's engine has a reduced repro of its own keyed with the bug's status (and a DCF's category) on
+    the bug's operator: the repro shows it, whatever family or rule then merged the member. Without it (the keys
+    alone): a root blames the engine with the status on the operator, or is a family (backends/<engine>/triage.yaml)
+    holding the operator whose failure classes include the bug's (a family's operator list is weaker evidence)."""
+    if campaign is not None:
+        return any(shown_by_own_repro(bug, campaign, m["finding"]) for r in roots if r["engine"] == bug["engine"]
+                   for m in r.get("members", []) if m["joined_by"].startswith("its own reduced repro"))
     for r in roots:
         k = r["key"]
         if k["engine"] != bug["engine"] or bug["op"] not in k["ops"]:
@@ -59,6 +63,16 @@ def covered(bug: dict, roots: list[dict]) -> bool:
         if k["status"] == "family" and (not failures or bug.get("category", bug["status"]) in failures):
             return True
     return False
+
+
+def shown_by_own_repro(bug: dict, campaign: Path, finding: str) -> bool:
+    """Does this member's own reduced repro (repros/<finding>/finding.json, its key before clustering) show the bug?"""
+    path = campaign / "repros" / finding / "finding.json"
+    if not path.is_file():
+        return False
+    own = json.loads(path.read_text()).get("root") or {}
+    category_ok = bug["status"] != "DCF" or "category" not in bug or own.get("failure") == bug["category"]
+    return own.get("status") in (bug["status"], "MCF/IF") and bug["op"] in (own.get("ops") or []) and category_ok
 
 
 def count(campaign: Path, triage_seconds: float | None, bugs: list[dict]) -> dict:
@@ -73,7 +87,7 @@ def count(campaign: Path, triage_seconds: float | None, bugs: list[dict]) -> dic
     store = Store(campaign)
     elapsed = (store.get_meta("last_stop") or {}).get("elapsed", 0.0)
     store.close()
-    found = [b["name"] for b in bugs if covered(b, roots)]
+    found = [b["name"] for b in bugs if covered(b, roots, campaign)]
     return {"campaign": str(campaign), "signatures": signatures or len(meta), "root_causes": len(roots), "classes": classes,
             "root_causes_per_hour": len(roots) / (elapsed / 3600) if elapsed else 0.0, "elapsed": elapsed,
             "triage_s_per_finding": (triage_seconds / signatures) if triage_seconds and signatures else None,

@@ -54,3 +54,21 @@ def test_failure_kind_predicates():
     assert vocab.crash_like("crash:SIGSEGV") and vocab.crash_like("oom") and vocab.crash_like("exception:ConverterCrash")
     assert not vocab.crash_like("exception:ValueError") and not vocab.crash_like("timeout")
     assert vocab.hang("timeout") and vocab.crash_or_hang("timeout") and not vocab.crash_or_hang("value")
+
+
+# where a class's word is another vocabulary's: the noise files' section names, the oracle's JSON field `split`, the
+# isolation verdict `drift`, and Split's input named "split" in the solver
+OTHER_MEANINGS = {"judge/noise/base.py", "judge/noise/loader.py", "judge/oracle.py", "judge/isolate.py"}
+
+
+def test_finding_classes_are_spelled_only_in_the_vocabulary():
+    words = {f'"{c}"' for c in vocab.FINDING_CLASSES} | {f"'{c}'" for c in vocab.FINDING_CLASSES}
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in STANDALONE or rel in OTHER_MEANINGS or rel.startswith("gen/solver/"):
+            continue
+        for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+            if tok.type == tokenize.STRING and tok.string in words:
+                found.append(f"{rel}:{tok.start[0]} {tok.string}")
+    assert not found, "use ofuzz.core.vocab's names: " + ", ".join(found)

@@ -127,6 +127,9 @@ class PoolActor:
             info = triage_finding(self.pool, {s.name: s for s in self.specs}, finding, model, inputs, out, budget, self.policy, reps,
                                   self._opinions())
             files = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+            revealed = (info.get("revealed") or {}).get("folder")
+            if revealed and (Path(d) / revealed).is_dir():  # a defect found behind this one's trigger: its folder goes too
+                files.update({f"../{revealed}/{p.name}": p.read_bytes() for p in (Path(d) / revealed).iterdir() if p.is_file()})
         return files, info
 
     def _opinions(self) -> Any:

@@ -258,8 +258,8 @@ def _triage_sections(campaign_dir: Path, roots: list[dict], rows: list[dict], n_
 
 def _reason(row: dict) -> str:
     d = row["detail"].get("class_detail") or {}
-    if "undefined" in d:
-        return d["undefined"].get("why", "")
+    if UNDEFINED in d:
+        return d[UNDEFINED].get("why", "")
     if "gap" in d:
         return f"{d['gap'].get('op') or '?'} {d['gap'].get('attribute') or ''} ({d['gap'].get('rule')})"
     iso = d.get("isolation") or {}

@@ -196,7 +196,7 @@ def _dcf_finding(pool: EnginePool, model: onnx.ModelProto, inputs: dict[str, np.
                     detail["operand_order"] = order  # a policy may choose NaN's fate, not by operand order: still a bug
                 elif und is not None:
                     klass = UNDEFINED
-                    detail["undefined"] = und
+                    detail[UNDEFINED] = und
             elif iso.verdict == DRIFT:
                 klass = DRIFT_CLASS
                 div = {"op": "~drift", "first": first, "note": iso.info.get("note", "")}

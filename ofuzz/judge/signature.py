@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ofuzz.core.vocab import DCF
+from ofuzz.core.vocab import DCF, SPLIT
 
 _NODE = re.compile(r"\bn\d+_([A-Z][A-Za-z0-9]*)")
 _TENSOR = re.compile(r"\bt\d+_([A-Z][A-Za-z0-9]*)(?:_\d+)?")
@@ -77,7 +77,7 @@ class Signature:
         parts = s.split("|", 5)
         if len(parts) >= 2 and parts[1] == DCF and len(parts) == 4:
             return Signature(parts[0], DCF, parts[2], op=parts[3])
-        if parts[0] == "split" and len(parts) == 4:
+        if parts[0] == SPLIT and len(parts) == 4:
             return Signature(parts[1], parts[2], parts[3], op="?")
         parts += [""] * (6 - len(parts))
         return Signature(parts[0], parts[1], parts[2], parts[3], parts[4] or "?", parts[5])

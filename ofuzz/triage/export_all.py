@@ -195,7 +195,8 @@ def _fan_out(actors: Any, campaign_dir: Path, todo: list[dict[str, Any]], per_fi
         files, info = value
         out = CampaignDir(campaign_dir).repro(folder_id(f))
         out.mkdir(parents=True, exist_ok=True)
-        for name, data in sorted(files.items(), key=lambda kv: kv[0] == FINDING):  # finding.json last: it marks the folder done
+        for name, data in sorted(files.items(), key=lambda kv: kv[0].endswith(FINDING)):  # finding.json last: it marks the folder done
+            (out / name).parent.mkdir(parents=True, exist_ok=True)  # a revealed defect's folder comes as ../<id>~r1/...
             (out / name).write_bytes(data)
         if "root" in info and info.get("pre_key") and (not f.get("variant") or info.get("op") not in (None, "?")):
             reps.claim(info["pre_key"], folder_id(f))

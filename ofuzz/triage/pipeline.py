@@ -276,7 +276,7 @@ def _final_class(case: Case, info: dict[str, Any], key: RootKey, model: onnx.Mod
     if hit.status == IF or (hit.status != DCF and crash_like(key.failure)):  # a refusal to convert seldom depends on values
         und = undefined_on_the_way(case.pool, model, feeds, value_engine, case.policy.noise)
         if und is not None:  # it fails on a value the spec does not define (NaN cast to int64, then Mod by -1)
-            info["klass"], info["undefined"], info["class_detail"] = UNDEFINED, und, {"undefined": und}
+            info["klass"], info[UNDEFINED], info["class_detail"] = UNDEFINED, und, {UNDEFINED: und}
     if info.get("klass") != UNDEFINED and opinions is not None and second and hit.status in (DCF, IF) and (case.out / "expected.npz").is_file():
         if opinions.agrees(second, model, feeds, load_npz(case.out / "expected.npz")):
             info["klass"] = MODE_ONLY
@@ -387,7 +387,7 @@ def _skip_for(pool: EnginePool, finding: dict[str, Any]) -> dict[str, str]:
 
 def _class_detail(hit: Finding) -> dict[str, Any]:
     d = hit.detail
-    for k in ("undefined", "gap", "operand_order"):
+    for k in (UNDEFINED, "gap", "operand_order"):
         if k in d:
             return {k: d[k]}
     iso = d.get("isolation")

@@ -97,7 +97,7 @@ def measure(out: Path, bugs: list[dict]) -> dict:
     at = {row["idx"]: row["elapsed"] for row in timeline}
     times = sorted(at.get(rc.get("first_idx"), timeline[-1]["elapsed"] if timeline else 0.0) for rc in roots)
     return {"roots": len(roots), "times": times, "olc": 100 * (timeline[-1]["olc"] or 0) if timeline else 0.0,
-            "elapsed": timeline[-1]["elapsed"] if timeline else 0.0, "found": [b["name"] for b in bugs if covered(b, roots)],
+            "elapsed": timeline[-1]["elapsed"] if timeline else 0.0, "found": [b["name"] for b in bugs if covered(b, roots, out)],
             "by_engine": {e: sum(1 for rc in roots if rc["engine"] == e) for e in sorted({rc["engine"] for rc in roots})}, "reach": reach}
 
 
