@@ -686,3 +686,11 @@ def test_a_family_with_a_bad_versions_field_is_one_line_naming_the_fix(tmp_path)
     with pytest.raises(NoiseError) as e:
         load_noise([bad])
     assert "versions must be a version specifier" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_mnns_exp_clamp_family_holds_its_nan_and_logsoftmax_faces(nc):
+    """MNN's EXP kernel clamps to [-87, 87] with comparisons, so Exp(NaN) = exp(-87); LogSoftmax is lowered through it
+    (hand triage 20 #15): one defect under Exp, Softplus, ReduceLogSumExp and LogSoftmax, for values, Inf and NaN."""
+    fam = family_of(nc, "mnn", "Exp", 1, "nan")
+    assert fam is not None and fam.name == "mnn-exp-kernel" and family_of(nc, "mnn", "LogSoftmax", 1, "nan") == fam
+    assert family_of(nc, "mnn", "Softmax", 1, "nan") is None  # not shown to go through the same kernel
