@@ -1,4 +1,4 @@
-"""Triage: turn a campaign's raw findings into root causes a maintainer can trust.
+"""Triage of one finding: re-judge it, reduce it, export its repro and key it by what the repro holds.
 
 For each finding (one signature), in long-lived engine pools:
 1. re-judge its first model with the full policy (isolation check, noise
@@ -6,12 +6,13 @@ For each finding (one signature), in long-lived engine pools:
    `unconfirmed` and not counted;
 2. a finding whose class is not `bug` (drift, unsupported, undefined, split)
    is recorded with its reason and not reduced;
-3. a bug is reduced, unless a finding with the same pre-key (engine, status,
-   isolated operator and its string-valued modes, or the same signature) is
-   already the representative of its cluster: then it is attached to it;
-4. `cluster` keys every representative by its reduced repro (`rootcause`) and
-   writes the root causes to the store, ranked by severity.
-Everything is recomputed from the raw signatures, which are never changed.
+3. a bug is reduced and keyed on its own; one whose pre-key (engine, status,
+   isolated operator and modes) already has a representative gets a shorter
+   reduction, since a shared look is no evidence of a shared defect;
+4. a trigger rewrite that keys the repro is tried on the original model too:
+   a bug still there was hidden behind this one and is triaged alone (~r1);
+5. `cluster` groups the keyed findings into root causes with the evidence of
+   every join. Everything is recomputed from the raw signatures, never changed.
 """
 from __future__ import annotations
 
