@@ -112,8 +112,8 @@ def windows(model: onnx.ModelProto, end: int) -> list[list[int]]:
     out += [[p, end] for p in ps]
     out += [[pp, p, end] for p in ps for pp in producers(model, p)]
     out += [[a, b, end] for k, a in enumerate(ps) for b in ps[k + 1:]]
-    seen: set[tuple[int, ...]] = set()
-    return [w for w in out if not (tuple(sorted(w)) in seen or seen.add(tuple(sorted(w))))]  # type: ignore[func-returns-value]
+    unique = {tuple(sorted(w)): w for w in reversed(out)}  # one per node set, the first listed
+    return [w for w in out if unique[tuple(sorted(w))] is w]
 
 
 def fusion_window(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], values: dict[str, np.ndarray], ends: list[int],
