@@ -29,6 +29,15 @@ def double(name: str, faults: dict[str, str]):
     return dataclasses.replace(resolve(["testdouble"])[0], name=name, options={"faults": faults})
 
 
+def three_node_chain(path, ops: list[str]) -> dict:
+    """x -> ops[0] -> ops[1] -> ops[2] -> y saved at `path` (nodes named n2_.., n1_.., n0_..); returns its feeds."""
+    names = ["x", "a", "b", "y"]
+    nodes = [helper.make_node(op, [names[i]], [names[i + 1]], name=f"n{2 - i}_{op}") for i, op in enumerate(ops)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return {"x": np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)}
+
+
 def one_finding_row(pool, path, feeds, status: str) -> dict:
     """The one finding the model gives on `pool`, as the campaign store's row for it (the triage's input)."""
     (f,) = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default()).findings
@@ -354,11 +363,7 @@ def test_a_failure_of_both_modes_is_reduced_on_the_users_mode_alone(tmp_path):
     kat = dataclasses.replace(kat, options={**kat.options, "fallback": {"Neg": "prepare:raise"}})
     specs = [kat, *resolve(["onnxruntime", "reference"])]
     path = tmp_path / "m.onnx"
-    nodes = [helper.make_node("Abs", ["x"], ["a"], name="n2_Abs"), helper.make_node("Sin", ["a"], ["b"], name="n1_Sin"),
-             helper.make_node("Neg", ["b"], ["y"], name="n0_Neg")]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])])
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
-    feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)}
+    feeds = three_node_chain(path, ["Abs", "Sin", "Neg"])
     got = {}
     with EnginePool(specs, tmp_path / "pool") as pool:
         pool.start()
@@ -373,6 +378,34 @@ def test_a_failure_of_both_modes_is_reduced_on_the_users_mode_alone(tmp_path):
                     opinions.close()
             got[label] = (info["engine"], info["klass"], info["reduced_ops"])
     assert got == {"alone": ("testdouble", "bug", ["Abs", "Neg"]), "users' mode": ("other", "bug", ["Neg"])}, got
+
+
+def test_a_repro_right_in_the_users_mode_stays_a_bug_when_the_original_is_wrong_there_too(tmp_path):
+    """The keep-shape engine is wrong on Neg alone; the users' mode only on Neg after Abs (onnx2tf's GroupNormalization
+    read as channel-last: wrong in both modes behind a Reshape, in the keep-shape mode alone once cut to GN→Reshape,
+    hand triage 20 #24). Reduced to Neg alone the repro is right in the users' mode, yet the original is wrong there on
+    the same output: the finding stays a bug (keyed by its small repro) and says so; with the users' mode right on the
+    original too, it is mode-only."""
+    from ofuzz.triage.second_opinion import SecondOpinions
+    from ofuzz.triage.pipeline import triage_finding
+
+    faulty = dataclasses.replace(double("testdouble", {"Neg": "run:wrong"}), second_opinion="other")
+    specs = [faulty, *resolve(["onnxruntime", "reference"])]
+    path = tmp_path / "m.onnx"
+    feeds = three_node_chain(path, ["Sin", "Abs", "Neg"])
+    got = {}
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        row = one_finding_row(pool, path, feeds, "DCF")
+        for label, users in (("right alone", {"Neg": "run:wrong?after=Abs"}), ("right everywhere", {})):
+            opinions = SecondOpinions({"other": double("other", users)}, tmp_path / f"op-{len(got)}")
+            try:
+                info = triage_finding(pool, {s.name: s for s in specs}, row, path, feeds, tmp_path / f"out-{len(got)}", 60, Policy.default(),
+                                      opinions=opinions)
+            finally:
+                opinions.close()
+            got[label] = (info["klass"], info["reduced_ops"], "users_mode_too" in info)
+    assert got == {"right alone": ("bug", ["Neg"], True), "right everywhere": ("mode-only", ["Neg"], False)}, got
 
 
 def test_a_hang_is_not_judged_again_in_the_users_mode(tmp_path):
@@ -1009,7 +1042,7 @@ def test_the_first_input_rank_of_a_one_node_repro_comes_from_its_graph_input_or_
     """Families limited by rank (MNN's 1-D Conv, backends/mnn/triage.yaml) need the rank of the repro's first input."""
     from onnx import helper as h
 
-    from ofuzz.triage.cluster import _first_input_rank
+    from ofuzz.triage.family_test import _first_input_rank
 
     w = onnx.numpy_helper.from_array(np.ones((3, 2, 1), np.float32), "w")
     conv = h.make_node("Conv", ["x", "w"], ["y"])

@@ -14,40 +14,7 @@ from ofuzz.core.vocab import DCF, DCP, DRIFT, IF, MCF, MODE_ONLY, SPLIT, UNCONFI
 from ofuzz.triage.rootcause import SEVERITY_NAMES
 from ofuzz.judge.signature import finding_id
 from ofuzz.store.campaign_store import Store
-
-COLOURS = {"OLC": "#111", "OTC": "#1f77b4", "IDC": "#2ca02c", "ODC": "#ff7f0e", "SEC": "#9467bd", "SPC": "#d62728"}
-
-
-def _line_plot(series: dict[str, list[tuple[float, float]]], title: str, ylabel: str, w: int = 640, h: int = 260, ymax: float | None = None) -> str:
-    pts = [p for s in series.values() for p in s]
-    if not pts:
-        return f"<p><em>{html.escape(title)}: no data yet</em></p>"
-    x0, x1 = 0.0, max(p[0] for p in pts) or 1.0
-    y1 = ymax if ymax is not None else (max(p[1] for p in pts) or 1.0)
-    L, B, R, T = 50, 30, 120, 25
-
-    def X(x: float) -> float:
-        return L + (x - x0) / (x1 - x0 or 1) * (w - L - R)
-
-    def Y(y: float) -> float:
-        return h - B - y / y1 * (h - B - T)
-
-    out = [f'<svg width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="11">',
-           f'<text x="{L}" y="15" font-weight="bold">{html.escape(title)}</text>',
-           f'<line x1="{L}" y1="{h - B}" x2="{w - R}" y2="{h - B}" stroke="#888"/><line x1="{L}" y1="{T}" x2="{L}" y2="{h - B}" stroke="#888"/>',
-           f'<text x="{L}" y="{h - 8}">0</text><text x="{w - R - 40}" y="{h - 8}">{x1:.0f} s</text>',
-           f'<text x="5" y="{T + 5}">{y1:g}</text><text x="5" y="{h - B}">0</text><text x="5" y="{(h - B + T) / 2}">{html.escape(ylabel)}</text>']
-    for k, (name, s) in enumerate(series.items()):
-        if not s:
-            continue
-        step = max(1, len(s) // 400)
-        d = " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in s[::step] + [s[-1]])
-        col = COLOURS.get(name, ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b"][k % 5])
-        out.append(f'<polyline fill="none" stroke="{col}" stroke-width="{2 if name == "OLC" else 1.3}" points="{d}"/>')
-        out.append(f'<text x="{w - R + 8}" y="{T + 14 * k + 10}" fill="{col}">{html.escape(name)} {s[-1][1]:.3g}</text>')
-    out.append("</svg>")
-    return "".join(out)
-
+from ofuzz.campaign.svg_plot import line_plot
 
 def _graph_svg(model_path: Path, highlight: str | None, limit: int = 80) -> str:
     """A layered drawing of the model's operators; the diverging node is highlighted."""
@@ -162,8 +129,8 @@ Time inside engines (summed over parallel pools) {engine_time:.0f}s; ofuzz's own
 <b>{len(roots)}</b> root causes from <b>{len(found)}</b> raw signatures.</p>
 {_triage_sections(campaign_dir, roots, triage_rows, len(found))}
 {_version_section(campaign_dir, roots)}
-<h2>Coverage over time</h2>{_line_plot(parts, "operator-level coverage (%)", "%", ymax=100)}
-{_line_plot(uniq, "unique findings", "count")}
+<h2>Coverage over time</h2>{line_plot(parts, "operator-level coverage (%)", "%", ymax=100)}
+{line_plot(uniq, "unique findings", "count")}
 <h2>Engines</h2><table><tr><th>engine</th><th>DCP</th><th>DCF</th><th>IF</th><th>MCF</th><th>SKIP (known unsupported)</th><th>reached a comparison</th><th>engine s</th><th>version</th></tr>{''.join(rows)}</table>
 {('<p>skipped engines: ' + html.escape(json.dumps(unavailable)) + '</p>') if unavailable else ''}
 <h2>Unique findings per engine and status</h2><table><tr><th>engine</th><th>status</th><th>unique</th></tr>

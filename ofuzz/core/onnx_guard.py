@@ -38,7 +38,11 @@ def _serve() -> None:
         m = onnx.load_from_string(inp.read(n))
         try:
             if flags & INFER:
-                m = onnx.shape_inference.infer_shapes(m, strict_mode=bool(flags & STRICT))
+                # check_type: onnx then also types the output of a context-dependent function operator
+                # (GroupNormalization-21); without it the output and everything downstream stayed untyped, so the
+                # localiser could not expose them, the reducer could cut nothing and strict inference failed at every
+                # consumer (four onnx2tf repros of seeds 30 and 51 stayed at 3-6 nodes, hand triage 20 #24)
+                m = onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=bool(flags & STRICT))
             if flags & CHECK:
                 onnx.checker.check_model(m, full_check=True)
             data, ok = m.SerializeToString(), 1

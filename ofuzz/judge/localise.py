@@ -42,7 +42,12 @@ class Localisation:
     value_engine: str = ""
 
 
-def expose_intermediates(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
+def expose_intermediates(model: onnx.ModelProto, shapeless: bool = False) -> tuple[onnx.ModelProto, list[str]]:
+    """The model with every intermediate tensor of known shape also a graph output, and the output names.
+
+    `shapeless`: those of known type and unknown shape too, for a run whose values only feed cuts (the reducer's). An
+    engine under test is not given them: onnx2tf fails on such an output (GroupNormalization-21's) or plans its layouts
+    differently, and a ConstantOfShape+TopK fusion defect of seed 42 then looked like drift."""
     inferred = onnx_guard.inferred(model) or model  # out of process: onnx can abort on odd models
     vis = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
     out = onnx.ModelProto()
@@ -51,7 +56,8 @@ def expose_intermediates(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[
     have = set(names)
     for node in model.graph.node:
         for t in node.output:
-            if t and t not in have and t in vis and vis[t].type.tensor_type.HasField("shape"):
+            tt = vis[t].type.tensor_type if t in vis else None
+            if t and t not in have and tt is not None and tt.elem_type and (shapeless or tt.HasField("shape")):
                 out.graph.output.append(vis[t])
                 have.add(t)
                 names.append(t)

@@ -22,6 +22,7 @@ from ofuzz.judge.judging import Policy
 from ofuzz.triage.merge_rules import FAMILY, run_merge_rules
 from ofuzz.triage.rootcause import (SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of,
                                     omitted_input_key)
+from ofuzz.triage.family_test import family_for
 from ofuzz.triage.witness import hands_on_unknown_shape, peeled_nodes
 
 
@@ -88,9 +89,10 @@ def _clustered_key(campaign_dir: Path, fid: str, info: dict[str, Any], rep: dict
         key = key_of_fid[base]  # a further model that did not reduce says nothing new: it joins its signature's root cause
         joined_by = f"a further model of {base}'s signature that did not reduce ({nodes} nodes)"
     severity = key.severity()
-    fam = _family(campaign_dir, key, rep_folder(fid, info), nodes, noise, (rep.get("versions") or {}).get(key.engine))
-    if fam is not None:  # one code path of the engine under several operator names: one root cause
-        return RootKey(key.engine, FAMILY, fam.name, fam.ops, (), (), ""), severity, f"family {fam.name} of {_key_text(key)}", fam
+    joined = _family(campaign_dir, key, rep_folder(fid, info), nodes, noise, (rep.get("versions") or {}).get(key.engine), rep)
+    if joined is not None:  # one code path of the engine under several operator names: one root cause
+        fam, how = joined
+        return RootKey(key.engine, FAMILY, fam.name, fam.ops, (), (), ""), severity, how, fam
     unknown = _unknown_shape_rule(campaign_dir, key, rep_folder(fid, info), rep.get("witnesses") or [], noise)
     if unknown is not None:  # whatever produced the tensor of unknown shape, and whichever consumer tripped on it
         return (RootKey(key.engine, FAMILY, unknown.name, (), (), (), ""), severity, f"unknown-shape rule {unknown.name} of {_key_text(key)}",
@@ -171,19 +173,23 @@ def _node_of(campaign_dir: Path, folder: str, op: str) -> onnx.NodeProto | None:
     return next((n for n in onnx.load(str(path)).graph.node if n.op_type == op), None)
 
 
-def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: NoiseClasses | None, version: str | None) -> Family | None:
-    """The engine's operator family (backends/<engine>/triage.yaml) of a one-node repro, counting the node's inputs, for
-    the engine version the repro ran on."""
-    if noise is None or nodes != 1 or len(key.ops) != 1 or key.failure == UPSTREAM or not noise.family_rules:
-        return None
+def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: NoiseClasses | None, version: str | None,
+            rep: dict[str, Any]) -> tuple[Family, str] | None:
+    """The engine's operator family (backends/<engine>/triage.yaml) a one-node repro joins, and how: a family with a test
+    only when the triage ran it on this repro and the engine was then right (see family_test.py); one without, by its
+    operators and failure alone (said so on the member)."""
     path = (CampaignDir(campaign_dir).repro(folder) / "model.onnx")
-    if not folder or not path.is_file():
+    if noise is None or nodes != 1 or not noise.family_rules or not folder or not path.is_file():
         return None
-    model = onnx.load(str(path))
-    node = model.graph.node[0]
-    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-    return noise.family(key.engine, node.op_type, sum(1 for i in node.input if i), key.failure, _first_input_rank(model), attrs,
-                        _first_input_type(model), version)
+    fam = family_for(noise, key, onnx.load(str(path)), version)
+    if fam is None:
+        return None
+    if not fam.test_rewrite:
+        return fam, f"family {fam.name} (untested: by operator and failure alone) of {_key_text(key)}"
+    test = rep.get("family_test") or {}
+    if test.get("family") != fam.name or not test.get("fixed"):
+        return None  # its test did not run here, or the engine is still wrong without the trigger: another defect
+    return fam, f"family {fam.name} of {_key_text(key)}: with {json.dumps(test['rewrite'])}, {key.engine} ran its repro right"
 
 
 def _unknown_shape_rule(campaign_dir: Path, key: RootKey, folder: str, witness_ops: list[str], noise: NoiseClasses | None) -> UnknownShapeRule | None:
@@ -195,32 +201,5 @@ def _unknown_shape_rule(campaign_dir: Path, key: RootKey, folder: str, witness_o
         return None
     model = onnx.load(str(path))
     return rule if hands_on_unknown_shape(model, peeled_nodes(model, list(witness_ops))) else None
-
-
-def _first_input(model: onnx.ModelProto) -> onnx.TensorProto | onnx.ValueInfoProto | None:
-    """The initializer or graph input that feeds a one-node model's first input (None: neither)."""
-    name = model.graph.node[0].input[0] if model.graph.node and model.graph.node[0].input else ""
-    return next((t for t in model.graph.initializer if t.name == name), None) or \
-        next((v for v in model.graph.input if v.name == name), None)
-
-
-def _first_input_rank(model: onnx.ModelProto) -> int | None:
-    """The rank of a one-node model's first input (None: unknown)."""
-    src = _first_input(model)
-    if isinstance(src, onnx.TensorProto):
-        return len(src.dims)
-    if src is not None and src.type.tensor_type.HasField("shape"):
-        return len(src.type.tensor_type.shape.dim)
-    return None
-
-
-def _first_input_type(model: onnx.ModelProto) -> str | None:
-    """The element type of a one-node model's first input as numpy names it (int32, float32; None: unknown)."""
-    src = _first_input(model)
-    code = src.data_type if isinstance(src, onnx.TensorProto) else (src.type.tensor_type.elem_type if src is not None else 0)
-    try:
-        return onnx.helper.tensor_dtype_to_np_dtype(code).name if code else None
-    except (KeyError, ValueError, TypeError):
-        return None
 
 

@@ -42,11 +42,27 @@ class ExportProgress:
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    busy: float = 0.0  # seconds the pools spent on findings (summed over pools): against pools x wall, how well they were kept busy
+    first_start: float | None = None  # seconds from the export's start to its first finding (the pools' start-up)
+
+    def cost_line(self, wall: float, pools: int, signatures: int) -> str:
+        """What the export cost: per signature, and how busy the pools were kept (the rest is start-up and the tail)."""
+        return (f"export: {wall:.0f} s for {self.done + self.failed} folders of {signatures} signatures, {wall / max(1, signatures):.2f} s "
+                f"per signature; {pools} pools busy {self.busy / (pools * wall or 1):.0%} of the time (first finding after "
+                f"{self.first_start or 0:.0f} s of start-up)")
+
+    def starting(self, t0: float) -> float:
+        """A finding starts now (the first one marks the end of the pools' start-up); returns the time."""
+        now = time.monotonic()
+        with self.lock:
+            self.first_start = self.first_start if self.first_start is not None else now - t0
+        return now
 
     def record(self, fid: str, exc: BaseException | None, echo: Callable[[str], None],
-               on_progress: Callable[["ExportProgress"], None] | None) -> None:
-        """One finding done (or failed with `exc`: one broken export must not stop the others)."""
+               on_progress: Callable[["ExportProgress"], None] | None, seconds: float = 0.0) -> None:
+        """One finding done (or failed with `exc`: one broken export must not stop the others) in `seconds`."""
         with self.lock:
+            self.busy += seconds
             if exc is None:
                 self.done += 1
             else:
@@ -143,23 +159,25 @@ def export_findings(campaign_dir: Path, specs: list[EngineSpec], per_finding: fl
     def one(pool: EnginePool, f: dict[str, Any]) -> None:
         fid = folder_id(f)
         models = CampaignDir(campaign_dir).models
+        start, failure = prog.starting(t0), None
         try:
             triage_finding(pool, by_name, f, models / f"{f['first_model']}.onnx", load_npz(models / f"{f['first_model']}.inputs.npz"),
                            CampaignDir(campaign_dir).repro(fid), per_finding, policy, reps, opinions)
         except Exception as exc:  # noqa: BLE001  (recorded; the others go on)
-            prog.record(fid, exc, echo, on_progress)
-            return
-        prog.record(fid, None, echo, on_progress)
+            failure = exc
+        prog.record(fid, failure, echo, on_progress, time.monotonic() - start)
 
     if actors is not None:
         _fan_out(actors, campaign_dir, todo, per_finding, reps, prog, echo, on_progress, over_time)
     else:
+        pools = max(1, min(workers or (os.cpu_count() or 2), len(todo)))
         try:
-            for_each_in_pools(specs, campaign_dir / "work" / "export", todo, one, workers or (os.cpu_count() or 2), stop=over_time)
+            for_each_in_pools(specs, campaign_dir / "work" / "export", todo, one, pools, stop=over_time)
         finally:
             close_runners()
             if opinions is not None:
                 opinions.close()
+        echo(prog.cost_line(time.monotonic() - t0, pools, len({f["signature"] for f in todo})))
     if capped.is_set():
         left = prog.total - prog.done - prog.failed
         echo(f"repro export stopped at its time cap ({total:.0f}s) with {left} findings left; "

@@ -36,10 +36,12 @@ from ofuzz.core.vocab import BUG, DCF, DCP, SPLIT, UNCONFIRMED, UNDEFINED
 from ofuzz.exec.engines.client import STEP_LIMIT
 from ofuzz.exec.engines.registry import EngineSpec
 from ofuzz.exec.runner import EnginePool
+from ofuzz.judge.compare import RULE
 from ofuzz.judge.isolate import DEFECT
 from ofuzz.judge.judging import Finding, Judged, Policy, judge_model
 from ofuzz.judge.localise import pick_voters, value_source
 from ofuzz.judge.signature import Signature, finding_id
+from ofuzz.triage.family_test import run_family_test
 from ofuzz.triage.reduce import Target, reduce_model
 from ofuzz.triage.repro import write_repro
 from ofuzz.triage.rootcause import (RootKey, crash_like, failure_of, key_of, omitted_default_key, schema_default_key, spelled_out_key,
@@ -145,6 +147,11 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     # `ofuzz bugs`; an id of this raw key disagreed with it and misled hand triage 6)
     info["root"] = {k: v for k, v in root.to_json().items() if k != "id"}
     _final_class(case, info, root, red_model, red_feeds, value_engine)
+    if info.get("klass") == BUG:  # an engine family's hypothesis, tested on this repro (the clustering reads the record)
+        tested = run_family_test(case.pool, red_model, red_feeds, case.engine, case.policy, case.hit.status, root,
+                               (info.get("versions") or {}).get(case.engine))
+        if tested is not None:
+            info["family_test"] = tested
     if rewrite is not None and depth == 0:
         info["revealed"] = revealed_behind(case, rewrite, budget)
     info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2)})
@@ -192,7 +199,26 @@ def _rejudged(pool: EnginePool, specs: dict[str, EngineSpec], finding: dict[str,
     return case
 
 
-def _reduced(case: Case, budget: float) -> tuple[onnx.ModelProto, dict[str, np.ndarray], Judged | None, dict[str, Any], str]:
+Reduction = tuple[onnx.ModelProto, dict[str, np.ndarray], Judged | None, dict[str, Any], str]
+
+
+def _both_wrong(opinions: SecondOpinions, second: str, engine: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray], judged: Judged) -> set[str]:
+    """The outputs of the model that `engine` and its users' mode `second` both get wrong."""
+    expected = _expected(judged)
+    mine = judged.verdict.results.get(engine)
+    if not expected or mine is None or mine.outcome is None or not mine.outcome.outputs:
+        return set()
+    engine_wrong = {n for n in expected if n not in mine.outcome.outputs or not RULE.compare_outputs({n: mine.outcome.outputs[n]}, expected, [n]).ok}
+    return engine_wrong & (opinions.wrong_outputs(second, model, feeds, expected) or set())
+
+
+def _expected(judged: Judged) -> dict[str, np.ndarray]:
+    """The expected outputs of a verdict (its expected_from engine's)."""
+    r = judged.verdict.results.get(judged.verdict.expected_from)
+    return dict(r.outcome.outputs) if r is not None and r.outcome is not None and r.outcome.outputs else {}
+
+
+def _reduced(case: Case, budget: float) -> Reduction:
     """The reduced repro (from the node alone when isolation already cut it), its verdict if the reducer has it, the
     reduction's record and the engine whose values the reduction's cuts are fed with."""
     judged, hit, engine, model = case.judged, case.hit, case.engine, case.model
@@ -280,8 +306,13 @@ def _final_class(case: Case, info: dict[str, Any], key: RootKey, model: onnx.Mod
             info["klass"], info[UNDEFINED], info["class_detail"] = UNDEFINED, und, {UNDEFINED: und}
     if info.get("klass") != UNDEFINED and opinions is not None and second and hit.status in (DCF, IF) and (case.out / "expected.npz").is_file():
         if opinions.agrees(second, model, feeds, load_npz(case.out / "expected.npz")):
-            info["klass"] = MODE_ONLY
-            info["mode_only"] = f"{second} (the same engine as its users run it) runs the reduced repro and matches the expected outputs"
+            both = _both_wrong(opinions, second, case.engine, case.model, case.inputs, case.judged) if model is not case.model else set()
+            if both:  # the reduction lost the users' mode's failure, not the defect: the original shows both modes wrong
+                info["users_mode_too"] = (f"{second} (the mode its users run) runs the reduced repro right but gets the original "
+                                          f"model's {', '.join(sorted(both))} wrong too (original.onnx)")
+            else:
+                info["klass"] = MODE_ONLY
+                info["mode_only"] = f"{second} (the same engine as its users run it) runs the reduced repro and matches the expected outputs"
     if str(info.get("repro_check", "")).startswith("not reproduced"):
         # the exported repro, run on its own, does not show it: not counted as a bug (the folder stays, to look at)
         info["klass"], info["unconfirmed_because"] = UNCONFIRMED, "repro.py does not reproduce it in a fresh process"

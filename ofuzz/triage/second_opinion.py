@@ -89,6 +89,17 @@ class SecondOpinions:
         names = [o.name for o in model.graph.output if o.name in expected]
         return bool(names) and all(n in outs and any(RULE.compare_outputs({n: y}, expected, [n]).ok for y in readings(outs[n])) for n in names)
 
+    def wrong_outputs(self, name: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> set[str] | None:
+        """The graph outputs engine `name` gets wrong (every one, when it fails to convert or run); None when it is not
+        available here."""
+        outs = self._outputs(name, model, feeds)
+        if outs is None:
+            return None
+        names = [o.name for o in model.graph.output if o.name in expected]
+        if outs is False:
+            return set(names)
+        return {n for n in names if n not in outs or not any(RULE.compare_outputs({n: y}, expected, [n]).ok for y in readings(outs[n]))}
+
     def runs(self, name: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> bool | None:
         """True when engine `name` converts and runs the model (None: it is not available here)."""
         outs = self._outputs(name, model, feeds)

@@ -13,7 +13,7 @@ from ofuzz.core import onnx_guard
 from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, written_out
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.exec.runner import EnginePool
-from ofuzz.judge.judging import Policy, judge_in_memory
+from ofuzz.judge.judging import Judged, Policy, judge_in_memory
 from ofuzz.judge.localise import pick_voters
 from ofuzz.triage.rootcause import crash_like, failure_of
 
@@ -26,7 +26,7 @@ def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: di
     not their pads). Empty when nothing was omitted or it still fails."""
     def fixes(only: set[str] | None) -> list[str]:
         fixed, wrote = written_out(model, only)
-        return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, status, crashed) else []
+        return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed) else []
 
     every = fixes(None)
     names = sorted({w.split(".", 1)[1] for w in every})
@@ -43,7 +43,7 @@ def schema_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dic
     it still fails."""
     def fixes(only: set[str] | None) -> list[str]:
         fixed, wrote = schema_defaults_written_out(model, only)
-        return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, DCF) else []
+        return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, DCF) else []
 
     every = fixes(None)
     alone = [w for name in every for w in fixes({name})] if len(every) > 1 else []
@@ -63,25 +63,29 @@ def auto_pad_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, 
               for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
     shapes.update({k: tuple(np.shape(v)) for k, v in feeds.items()})
     fixed, wrote = auto_pad_written_out(model, shapes)
-    return wrote if wrote and _goes_away(pool, fixed, feeds, engine, policy, status, crashed) else []
+    return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed) else []
 
 
-def _goes_away(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, status: str,
+def goes_away(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, status: str,
                crashed: bool = False) -> bool:
     """Does `engine` run the rewritten repro (a failure, `status` IF/MCF) or also agree with two voters (a wrong value)?
     A failure only has to go: MNN's MaxPool with strides written out converts, and its ReduceSumSquare consumer is then
     wrong (another defect, keepdims), which the repro does not show. A crash (`crashed`) only has to stop crashing:
     MNN's AveragePool→Mean without strides dies with SIGILL in the converter, and with strides its two-input Mean fails
     cleanly (another defect; hand triage 11 found that pair as a root cause of its own)."""
-    judged = judge_in_memory(pool, fixed, feeds, do_localise=False, policy=policy,
-                             skip=_all_but_voters(pool, engine, "not needed to test a rewritten trigger"))
-    now = judged.verdict.results.get(engine)
+    now = rewrite_verdict(pool, fixed, feeds, engine, policy).verdict.results.get(engine)
     if now is None:
         return False
     if crashed and now.status != DCF and now.outcome is not None and not now.outcome.ok:
         return not crash_like(failure_of(now.status, kind=now.outcome.kind, etype=now.outcome.etype or now.outcome.signal))
     return now.status in ((DCP,) if status == DCF else (DCP, DCF))
 
+
+
+def rewrite_verdict(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy) -> Judged:
+    """A rewritten repro judged on `engine` and its two cheap voters only."""
+    return judge_in_memory(pool, fixed, feeds, do_localise=False, policy=policy,
+                           skip=_all_but_voters(pool, engine, "not needed to test a rewritten trigger"))
 
 
 def _all_but_voters(pool: EnginePool, engine: str, why: str) -> dict[str, str]:

@@ -22,9 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_bugs import corpus, covered, ofuzz  # noqa: E402  (the confirmed-bugs corpus and its matching rule)
 
 from ofuzz.core.defaults import CHOOSERS, DEFAULT_ENGINES, parse_blocks, parse_duration, parse_opsets  # noqa: E402
+from ofuzz.campaign.svg_plot import line_plot  # noqa: E402
 from ofuzz.store.campaign_store import Store  # noqa: E402
-
-COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
 
 
 def run_one(out: Path, variant: str, seed: int, budget: str, engines: str, workers: int = 1) -> None:
@@ -106,31 +105,15 @@ def curve(times: list[float], grid: list[float]) -> list[int]:
 
 
 def plot(results: dict[str, list[dict]], budget: float, path: Path) -> None:
-    w, h, pad = 640, 300, 45
+    """Root causes against campaign minutes: each chooser's mean over seeds, with its min–max band."""
     grid = [budget * i / 60 for i in range(61)]
-    curves = {c: [curve(r["times"], grid) for r in rs] for c, rs in results.items()}
-    top = max([max(max(cv) for cv in cs) for cs in curves.values() if cs] + [1])
-    x = lambda t: pad + (w - 2 * pad) * t / budget  # noqa: E731
-    y = lambda v: h - pad - (h - 2 * pad) * v / top  # noqa: E731
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
-           f'<text x="{w / 2}" y="16" text-anchor="middle">distinct root causes against campaign time (mean, min–max over seeds)</text>',
-           f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="#000"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="#000"/>',
-           f'<text x="{w / 2}" y="{h - 10}" text-anchor="middle">minutes</text>',
-           f'<text x="{pad - 5}" y="{pad}" text-anchor="end">{top}</text><text x="{w - pad}" y="{h - pad + 14}" text-anchor="end">{budget / 60:.0f}</text>']
-    for i, (c, cs) in enumerate(curves.items()):
-        if not cs:
-            continue
-        col = COLOURS[i % len(COLOURS)]
-        lo = [min(v[k] for v in cs) for k in range(len(grid))]
-        hi = [max(v[k] for v in cs) for k in range(len(grid))]
-        mean = [statistics.mean(v[k] for v in cs) for k in range(len(grid))]
-        band = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in zip(grid, hi)) + " " + " ".join(
-            f"{x(t):.1f},{y(v):.1f}" for t, v in reversed(list(zip(grid, lo))))
-        svg.append(f'<polygon points="{band}" fill="{col}" fill-opacity="0.18" stroke="none"/>')
-        svg.append(f'<polyline points="{" ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in zip(grid, mean))}" fill="none" stroke="{col}" stroke-width="2"/>')
-        svg.append(f'<text x="{pad + 8}" y="{pad + 14 * (i + 1)}" fill="{col}">{c} (n={len(cs)})</text>')
-    svg.append("</svg>")
-    path.write_text("\n".join(svg))
+    curves = {c: [curve(r["times"], grid) for r in rs] for c, rs in results.items() if rs}
+    minutes = [t / 60 for t in grid]
+    at = lambda f, cs: [(m, f(v[k] for v in cs)) for k, m in enumerate(minutes)]  # noqa: E731
+    series = {f"{c} (n={len(cs)})": at(statistics.mean, cs) for c, cs in curves.items()}
+    bands = {f"{c} (n={len(cs)})": (at(min, cs), at(max, cs)) for c, cs in curves.items()}
+    path.write_text(line_plot(series, "distinct root causes against campaign time (mean, min–max over seeds)", "roots",
+                              bands=bands, xunit="min"))
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 """Loading and validating noise files (noise/*.yaml and each engine's backends/<engine>/triage.yaml): one-line errors naming the fix."""
 from __future__ import annotations
 
+import json
 import functools
 import re
 from pathlib import Path
@@ -11,6 +12,7 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ofuzz.core.paths import CHECKOUT, shipped_dir
+from ofuzz.core.rewrites import REWRITES
 from ofuzz.judge.noise.base import ANY_OP, GROUPS, SECTIONS, _Bad, _error
 from ofuzz.judge.noise.conditions import DIVERGENCES, FAILURES, compile_condition
 from ofuzz.judge.noise.rules import Family, NodeRule, UnknownShapeRule, UnsupportedRule
@@ -23,7 +25,7 @@ _FIELDS = {
     "unsupported": ({"name", "engines"}, {"patterns", "op", "attribute", "op_from", "doc", "divergence", "skip_when"}),
     "undefined": ({"name", "ops", "why"}, {"when", "doc", "except_ops"}),
     "reference_gaps": ({"name", "ops", "reason"}, {"when", "doc", "except_ops"}),
-    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures", "input_ranks", "attr_not", "input_dtypes", "versions"}),
+    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures", "input_ranks", "attr_not", "input_dtypes", "versions", "test"}),
     "upstream_unknown_shape": ({"name", "engines", "why"}, {"doc"}),
 }
 
@@ -147,8 +149,19 @@ def _family(raw: dict, file: str) -> Family:
     if not isinstance(versions, str):
         raise _Bad(f"versions must be a version specifier such as '<=3.6.1', got {raw.get('versions')!r}",
                    "write the versions the family was seen on: versions: '<=3.6.1' (or leave it out)")
+    rewrite, args = _family_test(raw.get("test"))
     return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file, tuple(failures), tuple(ranks),
-                  tuple((k, float(v)) for k, v in attr_not.items()), tuple(dtypes), versions)
+                  tuple((k, float(v)) for k, v in attr_not.items()), tuple(dtypes), versions, rewrite, json.dumps(args))
+
+
+def _family_test(test: Any) -> tuple[str, Any]:
+    """A family's `test: {rewrite: NAME, args: ...}` (see ofuzz/core/rewrites.py); ("", None) when it has none."""
+    if test is None:
+        return "", None
+    if not isinstance(test, dict) or set(test) - {"rewrite", "args"} or test.get("rewrite") not in REWRITES:
+        raise _Bad(f"test must be {{rewrite: NAME, args: ...}} with NAME one of {', '.join(sorted(REWRITES))}; got {test!r}",
+                   "write e.g. test: {rewrite: set_attributes, args: {dilations: 1}} (or leave it out)")
+    return test["rewrite"], test.get("args")
 
 
 TENSOR_TYPES = frozenset({"float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "uint16",

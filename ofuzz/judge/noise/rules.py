@@ -41,6 +41,10 @@ class Family:
     # the engine versions the family was seen on (a PEP 440 specifier, "<=3.6.1"): a later release may fix one member,
     # and then the family must not keep merging; empty: any version
     versions: str = ""
+    # the hypothesis's test: a rewrite of ofuzz/core/rewrites.py that takes the blamed trigger away, and its arguments
+    # as JSON; a member joins only if the engine is right on its repro so rewritten (empty: an untested family)
+    test_rewrite: str = ""
+    test_args: str = "null"
 
     def holds(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None,
               attrs: dict[str, Any] | None = None, dtype: str | None = None, version: str | None = None) -> bool:

@@ -1,0 +1,119 @@
+"""Engine families as hypotheses with a test: a finding joins a family only when the family's rewrite, which takes the
+blamed trigger away, makes the engine right on its reduced repro; otherwise it is another defect, keyed on its own."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from ofuzz.core.rewrites import apply
+from ofuzz.exec.engines.registry import resolve
+from ofuzz.exec.runner import EnginePool
+from ofuzz.judge.judging import Policy, judge_in_memory
+from ofuzz.judge.noise import Family, NoiseClasses, load_noise
+from ofuzz.triage.cluster import cluster
+from ofuzz.triage.family_test import run_family_test
+from ofuzz.triage.rootcause import RootKey
+
+F = onnx.TensorProto.FLOAT
+
+
+def one_node(op: str, n_inputs: int, shape: list[int], opset: int = 17, **attrs) -> onnx.ModelProto:
+    names = [f"x{i}" for i in range(n_inputs)]
+    g = helper.make_graph([helper.make_node(op, names, ["y"], name=f"n0_{op}", **attrs)], "g",
+                          [helper.make_tensor_value_info(n, F, shape) for n in names], [helper.make_tensor_value_info("y", F, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def test_binary_chain_computes_the_same_function():
+    import onnxruntime as ort
+
+    rng = np.random.default_rng(0)
+    for op in ("Sum", "Min", "Max", "Mean"):
+        m = one_node(op, 4, [2, 3])
+        feeds = {f"x{i}": rng.uniform(-1, 1, (2, 3)).astype(np.float32) for i in range(4)}
+        chained, _ = apply("binary_chain", m, feeds, frozenset({op}))
+        assert len(chained.graph.node) >= 3 and all(len(n.input) == 2 for n in chained.graph.node)
+        run = lambda mm: ort.InferenceSession(mm.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]  # noqa: E731
+        np.testing.assert_allclose(run(chained), run(m), rtol=1e-6)
+    assert apply("binary_chain", one_node("Sum", 2, [2]), {}, frozenset({"Sum"})) is None  # two inputs: nothing to take away
+
+
+def test_pad_rewrites_keep_a_valid_pool_and_spell_out_same_padding():
+    m = one_node("AveragePool", 1, [1, 1, 5, 5], kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_UPPER")
+    feeds = {"x0": np.zeros((1, 1, 5, 5), np.float32)}
+    sym, _ = apply("symmetric_pads", m, feeds, frozenset({"AveragePool"}))
+    attrs = {a.name: helper.get_attribute_value(a) for a in sym.graph.node[0].attribute}
+    assert "auto_pad" not in attrs and attrs["pads"] == [1, 1, 1, 1]  # SAME_UPPER on 5 with k2 s2 pads 0 before, 1 after
+    m = one_node("MaxPool", 1, [1, 1, 1, 3], kernel_shape=[3, 3], pads=[2, 1, 0, 0])
+    uni, _ = apply("uniform_pads", m, {}, frozenset({"MaxPool"}))
+    assert [helper.get_attribute_value(a) for a in uni.graph.node[0].attribute if a.name == "pads"] == [[2, 2, 2, 2]]
+    wide = one_node("MaxPool", 1, [1, 1, 1, 2], kernel_shape=[2, 5], pads=[0, 2, 1, 2])
+    assert apply("uniform_pads", wide, {}, frozenset({"MaxPool"})) is None  # a pad of 2 on a kernel of 2 is no valid pool
+
+
+def test_input_rewrites_change_only_what_the_hypothesis_blames():
+    feeds = {"x0": np.array([-2.5, -0.0, np.nan, 0.4], np.float32), "x1": np.array([1, -3], np.int64)}
+    m = one_node("Equal", 2, [4])
+    _, f = apply("ordinary_inputs", m, {"x0": feeds["x0"], "x1": feeds["x0"]}, frozenset({"Equal"}))
+    assert f["x0"].tolist() == [2.5, 0.0, 0.0, np.float32(0.4)] and not np.signbit(f["x0"]).any()
+    g = helper.make_graph([helper.make_node("GatherElements", ["x0", "x1"], ["y"], axis=0)], "g",
+                          [helper.make_tensor_value_info("x0", F, [4]), helper.make_tensor_value_info("x1", onnx.TensorProto.INT64, [2])],
+                          [helper.make_tensor_value_info("y", F, [2])])
+    gm = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    _, f = apply("clamp_inputs", gm, dict(feeds), frozenset({"GatherElements"}), {"min": 0, "inputs": [1]})
+    assert f["x1"].tolist() == [1, 0] and np.isnan(f["x0"][2])  # only the indices
+    mm = helper.make_model(helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "g",
+                                             [helper.make_tensor_value_info("a", onnx.TensorProto.INT32, [1, 2])],
+                                             [helper.make_tensor_value_info("y", onnx.TensorProto.INT32, [1, 1])],
+                                             initializer=[onnx.numpy_helper.from_array(np.array([[1], [2]], np.int32), "b")]),
+                           opset_imports=[helper.make_opsetid("", 17)])
+    fm, f = apply("inputs_as_float", mm, {"a": np.array([[3, -4]], np.int32)}, frozenset({"MatMul"}))
+    onnx.checker.check_model(fm, full_check=True)
+    assert f["a"].dtype == np.float32 and fm.graph.output[0].type.tensor_type.elem_type == F
+
+
+def double_family(fault: str) -> tuple[list, Policy]:
+    """The TEST DOUBLE wrong on Sum (always, or only with 3+ inputs), and a family hypothesis over its Sum and Mean
+    blaming the N-ary path, tested by chaining."""
+    spec = dataclasses.replace(resolve(["testdouble"])[0], options={"faults": {"Sum": fault}})
+    fam = Family("td-nary", ("testdouble",), ("Sum", "Mean"), "test double: an N-ary path", 3, test_rewrite="binary_chain")
+    return [spec, *resolve(["onnxruntime", "reference"])], Policy(NoiseClasses(family_rules=(fam,)), Policy.default().tolerances)
+
+
+@pytest.mark.parametrize("fault, fixed", [("run:wrong?inputs=3", True), ("run:wrong", False)])
+def test_a_family_holds_a_finding_only_when_its_rewrite_makes_the_engine_right(tmp_path, fault, fixed):
+    specs, policy = double_family(fault)
+    m = one_node("Sum", 3, [2, 3])
+    feeds = {f"x{i}": np.full((2, 3), i + 1.0, np.float32) for i in range(3)}
+    key = RootKey("testdouble", "DCF", "value", ("Sum",), (), ())
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        assert judge_in_memory(pool, m, feeds, policy=policy).findings  # the repro shows a finding at all
+        got = run_family_test(pool, m, feeds, "testdouble", policy, "DCF", key, None)
+    assert got == {"family": "td-nary", "rewrite": {"binary_chain": None}, "fixed": fixed}, got
+
+
+@pytest.mark.parametrize("test, joins", [({"fixed": True}, True), ({"fixed": False}, False), (None, False)])
+def test_the_clustering_joins_a_tested_family_only_on_its_passed_test(tmp_path, test, joins):
+    """MNN's N-ary Max: keyed by the family when the triage recorded its test fixed on the repro; by its own key when
+    the test failed (another defect) or never ran (no evidence)."""
+    sig = "mnn|DCF|value|Max"
+    d = tmp_path / "repros" / "f1"
+    d.mkdir(parents=True)
+    onnx.save(one_node("Max", 3, [2, 3]), str(d / "model.onnx"))
+    info = {"klass": "bug", "signature": sig, "status": "DCF", "first_idx": 0, "first_model": "m", "versions": {"mnn": "3.6.1"},
+            "root": RootKey("mnn", "DCF", "value", ("Max",), (), ()).to_json(), "reduction": {"nodes_after": 1}}
+    if test is not None:
+        info["family_test"] = {"family": "mnn-nary-eltwise", "rewrite": {"binary_chain": None}, **test}
+    (d / "finding.json").write_text(json.dumps(info))
+    from ofuzz.judge.signature import finding_id
+    (tmp_path / "repros" / "f1").rename(tmp_path / "repros" / finding_id(sig))
+    (rc,) = cluster(tmp_path, [{"signature": sig, "first_idx": 0, "first_model": "m", "count": 1}], noise=load_noise())["root_causes"]
+    assert (rc["key"]["failure"] == "mnn-nary-eltwise") == joins, rc["key"]
+    if joins:
+        assert "ran its repro right" in rc["members"][0]["joined_by"]
