@@ -174,3 +174,21 @@ def test_only_onnx2tf_default_mode_reads_layouts_off_shapes():
     specs = builtin_engines()
     assert specs["tensorflow-nhwc"].layout_from_shape
     assert not any(s.layout_from_shape for n, s in specs.items() if n != "tensorflow-nhwc")
+
+
+def test_a_candidate_whose_einsum_labels_disagree_in_size_is_not_well_formed():
+    """Hand triage 22 #27: halving shapes gave Einsum label `a` size 1 in one input and 2 in the other; onnx's inference
+    lets it pass, the spec does not ("The equation may contain ellipsis ("...") to enable broadcasting": a labelled
+    dimension does not broadcast), and onnx2tf's refusal of it was reported as a defect."""
+    from onnx import helper
+
+    from ofuzz.triage.reduce_checks import well_formed
+
+    def einsum(sa, sb, eq="ab,ac->bc"):
+        g = helper.make_graph([helper.make_node("Einsum", ["a", "b"], ["y"], equation=eq)], "g",
+                              [helper.make_tensor_value_info("a", 1, sa), helper.make_tensor_value_info("b", 1, sb)],
+                              [helper.make_tensor_value_info("y", 1, None)])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+    assert well_formed(einsum([2, 3], [2, 4])) and well_formed(einsum([1, 3], [2, 4], "...b,...c->bc"))
+    assert not well_formed(einsum([1, 3], [2, 4]))

@@ -652,22 +652,28 @@ def test_an_upstream_failure_joins_its_operator_failing_alone_under_one_signatur
     assert sorted(roots) == ["e2", "e4", "u3"] and roots["e2"]["absorbed"] == ["u1"] and roots["e2"]["first_idx"] == 1
 
 
-def test_an_upstream_failure_in_the_users_mode_joins_the_wrong_shape_of_the_other_mode():
-    """onnx2tf's Shape ignoring a lone `start` (hand triage 8): `DCF shape Shape` in keep-shape mode, and a conversion
-    failure moved to the default mode (`tensorflow-nhwc`, converted as `tensorflow`) keyed `upstream Shape`: one handler,
-    one root cause. Another converter's upstream Shape is not taken."""
-    from ofuzz.triage.merge_rules import absorb_upstream_into_wrong_shape
+def test_structure_alone_joins_nothing_across_modes_kinds_or_stages():
+    """Merges across failure kinds, stages or converter modes need evidence (a rewrite, a source line, a witness in one
+    mode); the structure-only rules that made them are gone (hand triage 22: onnx2tf's Resize ignoring `axes` hid under
+    an onnxruntime crash inside its conversion, `refusal-and-crash`; its OneHot depth axis in the default mode under
+    the keep-shape mode's negative-axis arithmetic, a cross-mode `upstream-into-wrong-shape`). Within one mode, an
+    upstream failure still joins its culprit's wrong shape (the consumer runs right alone)."""
+    from ofuzz.triage.merge_rules import run_merge_rules
 
     def root(rid, engine, status, failure, ops, converted_as=None):
-        r = {"id": rid, "engine": engine, "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops),
-             "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid}
-        return {**r, "converted_as": converted_as} if converted_as else r
+        return {"id": rid, "engine": engine, "converted_as": converted_as or engine, "severity": 0 if failure == "crash" else 2,
+                "key": {"status": status, "failure": failure, "ops": ops, "attrs": [], "message": ""}, "held": set(ops), "nodes": 1,
+                "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid}
 
-    roots = {r["id"]: r for r in [root("s1", "tensorflow", "DCF", "shape", ["Shape"]),
-                                  root("u2", "tensorflow-nhwc", "MCF", "upstream", ["Shape"], converted_as="tensorflow"),
-                                  root("u3", "mnn", "IF", "upstream", ["Shape"])]}
-    absorb_upstream_into_wrong_shape(roots)
-    assert sorted(roots) == ["s1", "u3"] and roots["s1"]["absorbed"] == ["u2"]
+    roots = {r["id"]: r for r in [root("s1", "tensorflow", "DCF", "shape", ["OneHot"]),
+                                  root("u2", "tensorflow-nhwc", "MCF", "upstream", ["OneHot"], "tensorflow"),
+                                  root("f3", "tensorflow-nhwc", "MCF", "exception:ValueError", ["OneHot"], "tensorflow"),
+                                  root("c4", "mnn", "IF", "crash", ["Mean"]), root("e5", "mnn", "IF", "exception:RuntimeError", ["Mean"]),
+                                  root("v6", "tensorflow", "DCF", "value", ["OneHot"]),
+                                  root("s7", "mnn", "DCF", "shape", ["MaxPool"]), root("u8", "mnn", "IF", "upstream", ["MaxPool"])]}
+    run_merge_rules(roots)
+    assert sorted(roots) == ["c4", "e5", "f3", "s1", "s7", "u2", "v6"], sorted(roots)
+    assert roots["s7"]["absorbed"] == ["u8"]
 
 
 def test_one_shown_trigger_of_one_converter_is_one_root_cause_whatever_the_failure():
@@ -695,71 +701,6 @@ def test_one_shown_trigger_of_one_converter_is_one_root_cause_whatever_the_failu
     absorb_shown_triggers(roots)
     assert sorted(roots) == ["c2", "d3", "t4", "v5", "w7"] and roots["c2"]["absorbed"] == ["e1"] and roots["c2"]["first_idx"] == 1
     assert roots["v5"]["absorbed"] == ["m6"]
-
-
-def test_a_one_operator_failure_in_one_mode_joins_that_operator_s_root_in_the_other_mode():
-    """Hand triage 10: onnx2tf's OneHot.py:137 is `DCF shape OneHot` in keep-shape mode and a one-node ValueError in the
-    default mode; its RoiAlign on a 1x1 map fails alone in keep-shape mode and as `upstream RoiAlign` in the default
-    mode. Within one mode, in another converter, for a crash, or with two candidates, nothing joins."""
-    from ofuzz.triage.merge_rules import absorb_across_modes
-
-    def root(rid, engine, status, failure, ops, nodes=1):
-        conv = "tensorflow" if engine.startswith("tensorflow") else engine
-        return {"id": rid, "engine": engine, "converted_as": conv, "key": {"status": status, "failure": failure, "ops": ops},
-                "held": set(ops), "nodes": nodes, "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]),
-                "first_model": rid}
-
-    roots = {r["id"]: r for r in [root("s1", "tensorflow", "DCF", "shape", ["OneHot"]),
-                                  root("f2", "tensorflow-nhwc", "MCF", "exception:ValueError", ["OneHot"]),
-                                  root("r3", "tensorflow", "IF", "exception:InvalidArgumentError", ["RoiAlign"]),
-                                  root("u4", "tensorflow-nhwc", "MCF", "upstream", ["RoiAlign"], nodes=4),
-                                  root("c5", "tensorflow-nhwc", "MCF", "crash", ["Det"]),
-                                  root("d6", "tensorflow", "IF", "exception:ValueError", ["Det"]),
-                                  root("m7", "mnn", "IF", "exception:RuntimeError", ["OneHot"]),
-                                  root("g8", "tensorflow-nhwc", "MCF", "exception:KeyError", ["GRU"]),
-                                  root("g9", "tensorflow-nhwc", "MCF", "exception:TypeError", ["GRU"])]}
-    absorb_across_modes(roots)
-    assert sorted(roots) == ["c5", "d6", "g8", "g9", "m7", "r3", "s1"], sorted(roots)
-    assert roots["s1"]["absorbed"] == ["f2"] and roots["r3"]["absorbed"] == ["u4"]
-
-
-def test_a_wrong_value_joins_the_wrong_shape_of_the_same_operator_and_attributes():
-    """onnx2tf's Slice begin_mask with a negative step (hand triage 8): `DCF shape Slice` and `DCF value Slice`, one
-    defect. Other attributes, another engine, or a NaN category keep them apart."""
-    from ofuzz.triage.merge_rules import absorb_wrong_values_into_wrong_shape
-
-    def root(rid, failure, ops, attrs=(), engine="tensorflow"):
-        return {"id": rid, "engine": engine, "key": {"status": "DCF", "failure": failure, "ops": ops, "attrs": list(attrs)}, "held": set(ops),
-                "severity": 1 if failure == "shape" else 2, "signatures": [rid], "findings": [rid], "occurrences": 1,
-                "first_idx": int(rid[-1]), "first_model": rid}
-
-    roots = {r["id"]: r for r in [root("s1", "shape", ["Slice"]), root("v2", "value", ["Slice"]), root("n3", "nan", ["Slice"]),
-                                  root("s4", "shape", ["Resize"], ["Resize.mode=linear"]), root("v5", "value", ["Resize"], ["Resize.mode=cubic"]),
-                                  root("v6", "value", ["Slice"], engine="mnn")]}
-    absorb_wrong_values_into_wrong_shape(roots)
-    assert sorted(roots) == ["n3", "s1", "s4", "v5", "v6"] and roots["s1"]["absorbed"] == ["v2"] and roots["s1"]["severity"] == 1
-
-
-def test_a_one_node_refusal_joins_the_one_crash_of_that_operator():
-    """MNN's 2-input Mean: "Create execution error" on equal shapes, SIGSEGV when they broadcast (hand triages 7 and 8):
-    one lowering, one root cause, kept as the crash. Not across stages, not with two crashes to choose from, not for a
-    repro of several nodes."""
-    from ofuzz.triage.merge_rules import absorb_refusal_into_crash
-
-    def root(rid, status, failure, ops, nodes=1, engine="mnn"):
-        return {"id": rid, "engine": engine, "key": {"status": status, "failure": failure, "ops": ops}, "held": set(ops), "nodes": nodes,
-                "severity": 0 if failure == "crash" else 4, "signatures": [rid], "findings": [rid], "occurrences": 1,
-                "first_idx": int(rid[-1]), "first_model": rid}
-
-    roots = {r["id"]: r for r in [root("e1", "IF", "exception:RuntimeError", ["Mean"]), root("c2", "IF", "crash", ["Mean"]),
-                                  root("e3", "MCF", "exception:RuntimeError", ["Mean"]),  # conversion: another stage
-                                  root("e4", "IF", "exception:RuntimeError", ["Einsum"]), root("c5", "IF", "crash", ["Einsum", "Cast"], nodes=2),
-                                  root("e6", "IF", "exception:RuntimeError", ["Mean"], engine="tensorflow"),
-                                  root("e7", "IF", "exception:RuntimeError", ["Tile"]), root("c8", "IF", "crash", ["Tile"]),
-                                  root("c9", "IF", "crash:SIGABRT", ["Tile"])]}
-    absorb_refusal_into_crash(roots)
-    assert sorted(roots) == ["c2", "c5", "c8", "c9", "e3", "e4", "e6", "e7"], sorted(roots)
-    assert roots["c2"]["absorbed"] == ["e1"] and roots["c2"]["first_idx"] == 1 and roots["c2"]["severity"] == 0
 
 
 @pytest.mark.parametrize("x, klass", [(np.nan, "undefined"), (7.0, "bug")])

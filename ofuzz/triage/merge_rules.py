@@ -12,8 +12,8 @@ import contextvars
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ofuzz.core.vocab import DCF, FAILED, crash_like, crash_or_hang
-from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED
+from ofuzz.core.vocab import DCF, FAILED, crash_or_hang
+from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM
 
 Roots = dict[str, dict[str, Any]]
 FAMILY = "family"  # the status of a root key that stands for an engine's operator family (backends/<engine>/triage.yaml)
@@ -200,7 +200,7 @@ def absorb_consumers_of_upstream(roots: Roots) -> None:
     _absorb_into_one(roots, wants, fits)
 
 
-@merge_rule("upstream-into-wrong-shape", "its culprit operator alone gives a wrong shape on the same converter, which makes consumers fail", "witness")
+@merge_rule("upstream-into-wrong-shape", "its culprit operator alone gives a wrong shape on the same engine and mode, which makes consumers fail", "witness")
 def absorb_upstream_into_wrong_shape(roots: Roots) -> None:
     """A failure keyed `upstream X` (its consumer runs fine alone, so X hands it something bad) joins the engine's one
     root cause `DCF shape` in X alone: a wrong output shape is exactly what makes consumers fail (hand triage 7: MNN
@@ -209,9 +209,12 @@ def absorb_upstream_into_wrong_shape(roots: Roots) -> None:
 
     Across the modes of one converter too: a conversion failure moved to the mode users run (`tensorflow-nhwc`,
     `converted_as` the campaign's `tensorflow`) is the same converter's handler (hand triage 8: onnx2tf's Shape
-    ignoring a lone `start` was `DCF shape Shape` in keep-shape mode and `MCF upstream Shape` in the default one)."""
+    ignoring a lone `start` was `DCF shape Shape` in keep-shape mode and `MCF upstream Shape` in the default one) — no
+    longer: within one mode only. The witness (the consumer runs right alone) speaks for one mode; across modes the same
+    operator can be two defects (hand triage 22: onnx2tf's OneHot with axis=0 puts the depth axis wrong in the default
+    mode, another defect than the keep-shape mode's negative-axis arithmetic at OneHot.py:137, and was hidden under it)."""
     _absorb_into_one(roots, lambda r: r["key"]["failure"] == UPSTREAM and len(r["key"]["ops"]) == 1,
-                     lambda r, o: _converter(o) == _converter(r) and _wrong_shape_in(o, r["key"]["ops"]))
+                     lambda r, o: o["engine"] == r["engine"] and _wrong_shape_in(o, r["key"]["ops"]))
 
 
 @merge_rule("upstream-same-signature", "one campaign signature whose models reduced to the operator alone and to it with a consumer", "witness")
@@ -246,28 +249,6 @@ def absorb_failed_node_into_its_run_failure(roots: Roots) -> None:
     _absorb_into_one(roots, failed_node, fits)
 
 
-@merge_rule("same-handler-other-mode", "one converter handler, the same operator failing in both modes of the converter", "structure")
-def absorb_across_modes(roots: Roots) -> None:
-    """A one-operator failure in one mode of a converter (a repro of up to three nodes keyed by one operator, or
-    `upstream X`) joins the converter's one root cause of that operator in its other mode: a wrong shape, or the
-    operator failing alone. One
-    handler serves both modes, and the mode decides only how its mistake shows (hand triage 10: onnx2tf's OneHot.py:137
-    adds a negative axis twice, a wrong shape in keep-shape mode and a ValueError in the default one; its RoiAlign on a
-    1x1 map divides by H-1 = 0 and fails alone in keep-shape mode, and in the default one in the Add that consumes it).
-    Only across modes (two engines, one converter), never a crash, and only when exactly one root cause fits."""
-    def one_op_failure(r: dict[str, Any]) -> bool:
-        k = r["key"]
-        return (k["status"] in FAILED and not crash_or_hang(k["failure"]) and len(k["ops"]) == 1
-                and k.get("message") not in SHOWN_TRIGGERS and (k["failure"] == UPSTREAM or (r.get("nodes") or 99) <= WELL_REDUCED))
-
-    def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
-        fails_alone = one_op_failure(o) and o["key"]["failure"] != UPSTREAM
-        return (o["engine"] != r["engine"] and _converter(o) == _converter(r) and list(o["key"]["ops"]) == list(r["key"]["ops"])
-                and (_wrong_shape_in(o, r["key"]["ops"]) or fails_alone))
-
-    _absorb_into_one(roots, one_op_failure, fits)
-
-
 def _converter(root: dict[str, Any]) -> str:
     """The engine whose conversion a root cause shows: the campaign's engine of a failure moved to its users' mode."""
     return str(root.get("converted_as") or root["engine"])
@@ -281,34 +262,6 @@ def _wrong_shape_in(root: dict[str, Any], ops: Any) -> bool:
     if k["status"] == FAMILY:
         return "shape" in (root.get("family_failures") or []) and set(ops) <= set(k["ops"])
     return k["status"] == DCF and k["failure"] == "shape" and list(k["ops"]) == list(ops)
-
-
-@merge_rule("refusal-and-crash-of-one-lowering", "one operator alone, at one stage, crashes on some shapes and refuses others", "structure")
-def absorb_refusal_into_crash(roots: Roots) -> None:
-    """A one-node failure with a message joins the engine's one crash in that same operator alone, at the same stage
-    (run or conversion): a crash carries no message to tell it apart, and an operator whose lowering is broken crashes
-    on some shapes and refuses others (hand triages 7 and 8: MNN's 2-input Mean segfaults when its inputs broadcast
-    and says "Create execution error" when they do not: one lowering, two root causes).  Into the crash, so the root
-    cause keeps the worst severity; only when exactly one crash fits."""
-    def one_op(r: dict[str, Any]) -> bool:
-        return r["nodes"] == 1 and len(r["key"]["ops"]) == 1
-
-    _absorb_into_one(roots, lambda r: (r["key"]["status"] in FAILED and r["key"]["failure"] != UPSTREAM
-                                      and not crash_or_hang(r["key"]["failure"]) and one_op(r)),
-                     lambda r, o: (o["engine"] == r["engine"] and o["key"]["status"] == r["key"]["status"]
-                                   and crash_like(o["key"]["failure"]) and one_op(o) and o["key"]["ops"] == r["key"]["ops"]))
-
-
-@merge_rule("values-and-shape-of-one-operator", "one operator alone with the same attributes gives a wrong shape or wrong values", "structure")
-def absorb_wrong_values_into_wrong_shape(roots: Roots) -> None:
-    """A one-operator `DCF value` root cause joins the engine's one `DCF shape` root cause in that operator with the same
-    attributes: an operator that selects the wrong elements gives a wrong shape or only wrong values depending on the
-    case (hand triage 8: onnx2tf's Slice begin_mask with a negative step returned the whole axis — `shape` — or index 1
-    instead of 0 — `value`). Different modes or attributes keep them apart (MNN's Resize: output size vs align_corners),
-    and with two shape root causes to choose from nothing tells which."""
-    _absorb_into_one(roots, lambda r: r["key"]["status"] == DCF and r["key"]["failure"] == "value" and len(r["key"]["ops"]) == 1,
-                     lambda r, o: (o["engine"] == r["engine"] and _wrong_shape_in(o, r["key"]["ops"])
-                                   and list(o["key"].get("attrs", [])) == list(r["key"].get("attrs", []))))
 
 
 @merge_rule("same-source-line", "the reduced repros fail at the same line of the converter source", "source-line")

@@ -49,7 +49,28 @@ def breaks_spec(node: onnx.NodeProto, inferred: onnx.ModelProto) -> bool:
         types = {vi.name: vi.type.tensor_type.elem_type for vi in [*inferred.graph.input, *inferred.graph.value_info]}
         types.update({t.name: t.data_type for t in inferred.graph.initializer})
         return any(types.get(i) in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16) for i in node.input)
+    if node.op_type == "Einsum":
+        eq = attrs.get("equation", b"")
+        return _einsum_labels_disagree(eq.decode() if isinstance(eq, bytes) else str(eq), node, inferred)
     return False
+
+
+def _einsum_labels_disagree(equation: str, node: onnx.NodeProto, inferred: onnx.ModelProto) -> bool:
+    """A letter of the equation sized differently in two places: "The equation may contain ellipsis ("...") to enable
+    broadcasting", so a labelled dimension does not broadcast (hand triage 22 #27: shapes halved gave label `a` size 1
+    in one input and 2 in the other, and onnx2tf's refusal of that was reported as a defect)."""
+    shapes = {vi.name: [d.dim_value if d.HasField("dim_value") else 0 for d in vi.type.tensor_type.shape.dim]
+              for vi in [*inferred.graph.input, *inferred.graph.value_info]}
+    shapes.update({t.name: list(t.dims) for t in inferred.graph.initializer})
+    sizes: dict[str, set[int]] = {}
+    for term, name in zip(equation.replace(" ", "").split("->")[0].split(","), node.input):
+        dims = shapes.get(name)
+        if dims is None or "..." in term or len(term) != len(dims):
+            continue
+        for letter, size in zip(term, dims):
+            if size:
+                sizes.setdefault(letter, set()).add(size)
+    return any(len(v) > 1 for v in sizes.values())
 
 def digest(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> str:
     h = hashlib.sha1(model.SerializeToString())
