@@ -16,7 +16,7 @@ from ofuzz.judge.judging import Policy
 from ofuzz.judge.noise import Family, NoiseClasses
 from ofuzz.triage.rootcause import UPSTREAM, RootKey, crash_like
 from ofuzz.core.vocab import DCF, DCP
-from ofuzz.triage.triggers import goes_away, rewrite_verdict
+from ofuzz.triage.triggers import gone_in, rewrite_verdict
 
 
 def family_for(noise: NoiseClasses | None, key: RootKey, model: onnx.ModelProto, version: str | None) -> Family | None:
@@ -42,9 +42,10 @@ def run_family_test(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, n
     got = apply(fam.test_rewrite, model, feeds, frozenset(fam.ops), args)
     if got is None:
         return {**record, "fixed": False, "note": "the rewrite does not apply to this repro (nothing to take away, or no valid model)"}
-    if goes_away(pool, got[0], got[1], engine, policy, status, crash_like(key.failure)):
+    judged = rewrite_verdict(pool, got[0], got[1], engine, policy)  # judged once: the answer and why it is no answer
+    if gone_in(judged, engine, status, crash_like(key.failure)):
         return {**record, "fixed": True}
-    verdict = rewrite_verdict(pool, got[0], got[1], engine, policy).verdict
+    verdict = judged.verdict
     now = verdict.results.get(engine)
     ran = [e for e, r in verdict.results.items() if e != engine and r.status in (DCP, DCF)]
     if status == DCF and (now is None or now.status != DCF or not ran or verdict.split):  # nobody could tell whether it is right now

@@ -83,11 +83,8 @@ class SecondOpinions:
         """True when engine `name` runs the model and matches `expected` (None: it is not available here)."""
         if not expected:
             return None
-        outs = self._outputs(name, model, feeds)
-        if outs is None or outs is False:
-            return outs
-        names = [o.name for o in model.graph.output if o.name in expected]
-        return bool(names) and all(n in outs and any(RULE.compare_outputs({n: y}, expected, [n]).ok for y in readings(outs[n])) for n in names)
+        wrong = self.wrong_outputs(name, model, feeds, expected)
+        return None if wrong is None else any(o.name in expected for o in model.graph.output) and not wrong
 
     def wrong_outputs(self, name: str, model: onnx.ModelProto, feeds: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> set[str] | None:
         """The graph outputs engine `name` gets wrong (every one, when it fails to convert or run); None when it is not

@@ -73,13 +73,17 @@ def goes_away(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndar
     wrong (another defect, keepdims), which the repro does not show. A crash (`crashed`) only has to stop crashing:
     MNN's AveragePool→Mean without strides dies with SIGILL in the converter, and with strides its two-input Mean fails
     cleanly (another defect; hand triage 11 found that pair as a root cause of its own)."""
-    now = rewrite_verdict(pool, fixed, feeds, engine, policy).verdict.results.get(engine)
+    return gone_in(rewrite_verdict(pool, fixed, feeds, engine, policy), engine, status, crashed)
+
+
+def gone_in(judged: Judged, engine: str, status: str, crashed: bool = False) -> bool:
+    """`goes_away`'s answer from a rewritten repro's verdict already at hand."""
+    now = judged.verdict.results.get(engine)
     if now is None:
         return False
     if crashed and now.status != DCF and now.outcome is not None and not now.outcome.ok:
         return not crash_like(failure_of(now.status, kind=now.outcome.kind, etype=now.outcome.etype or now.outcome.signal))
     return now.status in ((DCP,) if status == DCF else (DCP, DCF))
-
 
 
 def rewrite_verdict(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy) -> Judged:
