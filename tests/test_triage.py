@@ -676,6 +676,48 @@ def test_structure_alone_joins_nothing_across_modes_kinds_or_stages():
     assert roots["s7"]["absorbed"] == ["u8"]
 
 
+def test_the_reducer_records_which_attribute_defaults_make_the_engine_right(tmp_path):
+    """The TEST DOUBLE is wrong on a LeakyRelu that writes `alpha` out: the reducer keeps alpha (the finding needs it)
+    and records that alpha back at its default made the engine right, the rewrite `same-attribute-drop` compares."""
+    g = helper.make_graph([helper.make_node("LeakyRelu", ["x"], ["y"], name="n0_LeakyRelu", alpha=0.2)], "g",
+                          [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    feeds = {"x": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)}
+    specs = [double("testdouble", {"LeakyRelu": "run:wrong?has=alpha"}), *resolve(["onnxruntime", "reference"])]
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        (f,) = judge_model(pool, model, path, feeds, policy=Policy.default()).findings
+        red = reduce_model(pool, model, feeds, Target.of(f), "onnxruntime", budget=30, policy=Policy.default())
+    assert [a.name for a in red.model.graph.node[0].attribute] == ["alpha"] and red.drop_fixes == ["LeakyRelu.alpha"], red.drop_fixes
+
+
+def test_one_operators_divergences_that_the_same_attribute_default_fixes_are_one_root_cause():
+    """Hand triage 22 #15: onnx2tf's RoiAlign (NCHW handed to crop_and_resize) was keyed once by output_height and
+    output_width, once by output_width alone: the attributes each repro kept. Setting output_width back to its default
+    made the engine right on both (`drop_fixes`): one root cause, the rewrite recorded. A rewrite that fixes only one,
+    another operator, failure or engine, or no recorded rewrite at all, stays apart."""
+    from ofuzz.triage.merge_rules import run_merge_rules
+
+    def root(rid, ops, fixes, failure="shape", engine="tensorflow", attrs=()):
+        return {"id": rid, "engine": engine, "converted_as": engine, "severity": 1, "drop_fixes": list(fixes),
+                "key": {"status": "DCF", "failure": failure, "ops": list(ops), "attrs": list(attrs), "message": ""}, "held": set(ops),
+                "nodes": 1, "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid}
+
+    roots = {r["id"]: r for r in [root("a1", ["RoiAlign"], ["RoiAlign.output_height", "RoiAlign.output_width"]),
+                                  root("b2", ["RoiAlign"], ["RoiAlign.output_width"]),
+                                  root("c3", ["RoiAlign"], ["RoiAlign.spatial_scale"]),
+                                  root("d4", ["RoiAlign"], ["RoiAlign.output_width"], failure="value"),
+                                  root("e5", ["RoiAlign"], ["RoiAlign.output_width"], engine="mnn"),
+                                  root("f6", ["RoiAlign"], []),
+                                  root("g7", ["MaxRoiPool"], ["RoiAlign.output_width"])]}
+    run_merge_rules(roots)
+    assert sorted(roots) == ["b2", "c3", "d4", "e5", "f6", "g7"], sorted(roots)
+    (ev,) = roots["b2"]["evidence"]
+    assert ev["rule"] == "same-attribute-drop" and ev["kind"] == "rewrite" and ev["rewrite"] == {"drop_attributes": ["RoiAlign.output_width"]}
+
+
 def test_one_shown_trigger_of_one_converter_is_one_root_cause_whatever_the_failure():
     """Seed 76: MNN's pools without strides crash, and on some shapes report a shape error instead; keyed by the
     omitted attribute, the crash and the error are one root cause with the crash's severity. Another attribute or
@@ -906,8 +948,8 @@ def test_failures_at_one_source_line_of_a_converter_are_one_root_cause():
     were four root causes of two defects. Another line, another converter, or a crash stays apart."""
     from ofuzz.triage.merge_rules import absorb_same_source_line
 
-    def root(rid, engine, where, failure="exception:ValueError", ops=("Div",), converted_as=None):
-        return {"id": rid, "engine": engine, "severity": 5, "key": {"status": "MCF", "failure": failure, "ops": list(ops), "attrs": [],
+    def root(rid, engine, where, failure="exception:ValueError", ops=("Div",), converted_as=None, status="MCF"):
+        return {"id": rid, "engine": engine, "severity": 5, "key": {"status": status, "failure": failure, "ops": list(ops), "attrs": [],
                 "message": ""}, "held": set(ops), "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]),
                 "first_model": rid, "where": {where}, **({"converted_as": converted_as} if converted_as else {})}
 
@@ -921,10 +963,14 @@ def test_failures_at_one_source_line_of_a_converter_are_one_root_cause():
                                   # one helper function, two lines: one misuse (tf.norm with three axes); one handler, two lines: two defects
                                   root("o8", "tensorflow-nhwc", "utils/common_functions.py:6644:define_reduceXXX", ops=("ReduceL2",), converted_as="tensorflow"),
                                   root("l9", "tensorflow-nhwc", "ops/LSTM.py:809:make_node", ops=("LSTM",), converted_as="tensorflow"),
-                                  root("l0", "tensorflow-nhwc", "ops/LSTM.py:492:make_node", ops=("LSTM",), converted_as="tensorflow")]}
+                                  root("l0", "tensorflow-nhwc", "ops/LSTM.py:492:make_node", ops=("LSTM",), converted_as="tensorflow"),
+                                  # hand triage 22: the keep-shape mode's node raising once exposed, at the default mode's line
+                                  root("x1", "tensorflow", "ops/CenterCropPad.py:149:make_node", "failure", ("CenterCropPad",), status="DCF"),
+                                  root("x2", "tensorflow-nhwc", "ops/CenterCropPad.py:149:make_node", ops=("CenterCropPad",), converted_as="tensorflow"),
+                                  root("v3", "tensorflow", "ops/CenterCropPad.py:149:make_node", "value", ("CenterCropPad",), status="DCF")]}
     absorb_same_source_line(roots)
-    assert sorted(roots) == ["c7", "d3", "l0", "l9", "m6", "o5", "s1"] and roots["s1"]["absorbed"] == ["s2"] and roots["d3"]["absorbed"] == ["d4"]
-    assert roots["o5"]["absorbed"] == ["o8"]
+    assert sorted(roots) == ["c7", "d3", "l0", "l9", "m6", "o5", "s1", "v3", "x1"] and roots["s1"]["absorbed"] == ["s2"]
+    assert roots["d3"]["absorbed"] == ["d4"] and roots["o5"]["absorbed"] == ["o8"] and roots["x1"]["absorbed"] == ["x2"]
 
 
 def test_an_omitted_default_is_the_trigger_of_a_crash_that_writing_it_out_turns_into_another_defects_error(tmp_path):
@@ -1098,6 +1144,37 @@ def test_an_engine_that_has_a_schema_default_wrong_is_keyed_by_the_omitted_attri
     (root,) = cluster(tmp_path, rows)["root_causes"]
     assert root["key"]["message"] == SCHEMA_DEFAULT and list(root["key"]["attrs"]) == ["keepdims omitted"], root["key"]
     assert root["held"] == ["ReduceL2", "ReduceSumSquare"] and root["severity"] == 1
+
+
+def test_a_wrong_shape_that_a_default_written_out_fixes_is_keyed_by_it_and_the_value_behind_it_triaged_alone(tmp_path):
+    """Real MNN 3.6.1: ReduceLogSumExp with keepdims omitted has the wrong shape (OnnxReduceL2.cpp's keepDims = false),
+    and on inputs of 100..200 also wrong values (its Exp clamp). Written at keepdims=1 the shape is right and the values
+    still wrong: values are compared only once shapes agree, so the shape's trigger is shown (hand triage 22 #2 counted
+    the two as one defect, keyed apart) and the wrong value behind it is triaged as a finding of its own (~r1)."""
+    import json
+
+    from ofuzz.triage.rootcause import SCHEMA_DEFAULT
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.cluster import cluster
+    from ofuzz.triage.pipeline import export
+
+    with started_pool(tmp_path, ["onnxruntime", "reference", "mnn"], "mnn") as (specs, pool):
+        g = helper.make_graph([helper.make_node("ReduceLogSumExp", ["x"], ["y"], name="n0_ReduceLogSumExp", axes=[1])], "g",
+                              [helper.make_tensor_value_info("x", F, [2, 3, 4])], [helper.make_tensor_value_info("y", F, [2, 1, 4])])
+        path = tmp_path / "rlse.onnx"
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+        feeds = {"x": np.random.default_rng(1).uniform(100, 200, (2, 3, 4)).astype(np.float32)}
+        row = one_finding_row(pool, path, feeds, "DCF")
+        out = tmp_path / "c" / "repros" / finding_id(row["signature"])
+        export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=20, pool=pool, policy=Policy.default())
+    info = json.loads((out / "finding.json").read_text())
+    assert info["trigger"] == {"schema_default": ["ReduceLogSumExp.keepdims"]}, info.get("trigger")
+    assert info["revealed"]["folder"] == f"{out.name}~r1", info.get("revealed")
+    roots = cluster(tmp_path / "c", [row])["root_causes"]
+    keys = sorted((r["key"]["failure"], r["key"]["message"], tuple(r["key"]["attrs"])) for r in roots)
+    assert ("shape", SCHEMA_DEFAULT, ("keepdims omitted",)) in keys and len(roots) == 2, keys
+    (behind,) = [r for r in roots if r["key"]["message"] != SCHEMA_DEFAULT]  # the Exp clamp, its family's rewrite tested on it
+    assert behind["key"]["failure"] == "mnn-exp-kernel" and "ran its repro right" in behind["members"][0]["joined_by"], behind
 
 
 def test_a_nan_result_that_depends_on_operand_order_is_a_bug_not_the_nan_policy(tmp_path):

@@ -18,7 +18,8 @@ wherever an operand is NaN (as `a > b ? a : b` does), so a commutative operator'
 A fault may carry a condition, "run:segfault?omits=strides": it fires only when a node of the operator leaves that
 attribute out (as MNN's pools crash without `strides`, which the triage's trigger rewrite finds); "run:wrong?after=Relu"
 fires only when a node of the operator consumes a Relu's output (a fusion defect: each node is right alone);
-"run:wrong?inputs=3" only when a node of it has 3 or more inputs (an N-ary code path).  `fallback` gives the faults of a
+"run:wrong?inputs=3" only when a node of it has 3 or more inputs (an N-ary code path); "run:wrong?has=alpha" only when
+a node of it writes that attribute out.  `fallback` gives the faults of a
 second conversion mode tried when the first raises (the onnx2tf adapter's
 keep-shape mode, then its default mode): only a model both fail on fails.
 """
@@ -131,6 +132,10 @@ class TestDoubleEngine:
             if cond.startswith("omits="):
                 attr = cond.split("=", 1)[1]
                 if all(any(a.name == attr for a in n.attribute) for n in model.graph.node if n.op_type == op):
+                    unmet.add(op)
+            elif cond.startswith("has="):  # only a node that writes the attribute out (a defect of a non-default value)
+                attr = cond.split("=", 1)[1]
+                if not any(any(a.name == attr for a in n.attribute) for n in model.graph.node if n.op_type == op):
                     unmet.add(op)
             elif cond.startswith("inputs="):  # only an N-ary node (MNN's 3+-input Sum/Max broadcast from the first input)
                 least = int(cond.split("=", 1)[1])

@@ -148,6 +148,7 @@ def _own_repro_facts(rc: dict[str, Any], fid: str, info: dict[str, Any]) -> None
     if rc["nodes"] is None or nodes < rc["nodes"]:
         rc["nodes"], rc["repro"], rc["summary"] = nodes, f"repros/{fid}", info.get("summary", "")
         rc["repro_check"] = info.get("repro_check", "")
+        rc["drop_fixes"] = list(info.get("reduction", {}).get("drop_fixes") or [])  # of the repro shown: merge_rules compares them
 
 
 def keyed_failed_op(repro_failure: dict[str, Any]) -> str | None:

@@ -143,16 +143,17 @@ def absorb_unreduced(roots: Roots) -> None:
 
 
 def _absorb_into_one(roots: Roots, wants: Callable[[dict[str, Any]], bool],
-                     fits: Callable[[dict[str, Any], dict[str, Any]], bool]) -> None:
+                     fits: Callable[[dict[str, Any], dict[str, Any]], bool],
+                     shared: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None) -> None:
     """Each root cause that `wants` picks joins the other root cause that `fits` it, when exactly one does (with two,
-    nothing tells which of them it is)."""
+    nothing tells which of them it is); `shared` names the fact the two share, recorded with the merge."""
     for rid in sorted(roots):
         r = roots.get(rid)
         if r is None or not wants(r):
             continue
         into = [o for o in roots.values() if o is not r and fits(r, o)]
         if len(into) == 1:
-            _merge(roots, rid, into[0])
+            _merge(roots, rid, into[0], **(shared(r, into[0]) if shared else {}))
 
 
 def _merge(roots: Roots, rid: str, target: dict[str, Any], **shared: Any) -> None:
@@ -249,6 +250,27 @@ def absorb_failed_node_into_its_run_failure(roots: Roots) -> None:
     _absorb_into_one(roots, failed_node, fits)
 
 
+@merge_rule("same-attribute-drop", "one operator's wrong output on one engine, which the same attribute back at its default makes right on both repros", "rewrite")
+def absorb_by_shared_attribute_drop(roots: Roots) -> None:
+    """A divergence in one operator joins the engine's one other divergence of that operator, status and failure whose
+    fixing rewrites are among its own: the reducer set each attribute back to its default and recorded which made the
+    engine right (`drop_fixes`); when every rewrite that fixes the other repro also fixes this one, the same change of
+    the same operator shows both (hand triage 22 #15: onnx2tf's RoiAlign handing NCHW to crop_and_resize was keyed once
+    by output_height and output_width, once by output_width alone, as the reducer found each repro needed). The keys
+    alone would merge nothing: which attributes a repro keeps is not evidence, what their defaults do is."""
+    def wants(r: dict[str, Any]) -> bool:
+        k = r["key"]
+        return k["status"] == DCF and len(k["ops"]) == 1 and bool(r.get("drop_fixes"))
+
+    def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
+        k, ko = r["key"], o["key"]
+        return (wants(o) and o["engine"] == r["engine"] and (ko["status"], ko["failure"], list(ko["ops"])) == (k["status"], k["failure"], list(k["ops"]))
+                and set(o["drop_fixes"]) <= set(r["drop_fixes"]))
+
+    _absorb_into_one(roots, wants, fits, lambda r, o: {"rewrite": {"drop_attributes": sorted(o["drop_fixes"])},
+                                                       "engine_gave": f"{r['engine']} right on both repros"})
+
+
 def _converter(root: dict[str, Any]) -> str:
     """The engine whose conversion a root cause shows: the campaign's engine of a failure moved to its users' mode."""
     return str(root.get("converted_as") or root["engine"])
@@ -272,13 +294,21 @@ def absorb_same_source_line(roots: Roots) -> None:
     outside the per-operator handlers, utils/...) the function is the unit: one misuse in two branches of it is one
     defect. Seed 77: onnx2tf's ScatterElements.py:240 as a ValueError and an InvalidArgumentError; Div and Sub both in
     explicit_broadcast; ReduceL1 and ReduceL2 at two lines of define_reduceXXX (hand triage 11 #24). Never a crash
-    (no line) and only roots with one place; into the worst, then earliest."""
+    (no line) and only roots with one place; into the worst, then earliest. A divergence whose node raised once exposed
+    counts: the line is the engine's, whichever stage met it."""
     groups: dict[tuple[str, str], list[str]] = {}
     for rid, r in roots.items():
         places = {_place(w) for w in r.get("where") or set()}
-        if len(places) == 1 and r["key"]["status"] in FAILED and not crash_or_hang(r["key"]["failure"]):
+        if len(places) == 1 and _raised(r["key"]):
             groups.setdefault((_converter(r), next(iter(places))), []).append(rid)
     _merge_groups(roots, groups)
+
+
+def _raised(key: dict[str, Any]) -> bool:
+    """Did the engine raise (at a source line it can report)? A conversion or run failure, or a divergence whose node
+    failed once its intermediates were exposed (`DCF failure`): hand triage 22 found onnx2tf's CenterCropPad.py:149 as a
+    `DCF failure` of the keep-shape mode and as a default-mode conversion failure, two root causes of one line."""
+    return (key["status"] in FAILED and not crash_or_hang(key["failure"])) or (key["status"] == DCF and key["failure"] == "failure")
 
 
 def _place(where: str) -> str:

@@ -254,7 +254,8 @@ def _reduced(case: Case, budget: float) -> Reduction:
                        focus=hit.detail.get("failed_nodes") or ([start_node] if start_node and hit.status != DCF else None))
     reduction = {"nodes_before": len(model.graph.node), "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2), "checks": red.checks,
                  "one_minimal": red.one_minimal, "isolated_first": start_model is not model,
-                 "passes": {k: vars(v) for k, v in red.passes.items()}, "log": red.log[:30]}
+                 "passes": {k: vars(v) for k, v in red.passes.items()}, "log": red.log[:30],
+                 **({"drop_fixes": red.drop_fixes} if red.drop_fixes else {})}
     return red.model, red.inputs, red.judged, reduction, value_engine
 
 
@@ -279,17 +280,17 @@ def _triggered_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.M
     """The key by the trigger a rewrite of the repro shows (an omitted default written out at its prose or schema
     default, a shorthand spelled out), with the rewrite; the key unchanged and None when no rewrite makes it go."""
     pool, engine, policy, status = case.pool, case.engine, case.policy, case.hit.status
-    crashed = crash_like(key.failure)
-    wrote = omitted_defaults_trigger(pool, model, feeds, engine, policy, status, crashed)
+    crashed, shape = crash_like(key.failure), status == DCF and key.failure == "shape"
+    wrote = omitted_defaults_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
     if wrote:  # written out at their spec defaults, the engine runs it and agrees: the omission is the root cause
         info["trigger"] = {"omitted": wrote}
         return omitted_default_key(key, wrote), ("omitted", wrote)
     if status == DCF and key.failure in ("shape", "value") and len(model.graph.node) == 1:
-        wrote = schema_defaults_trigger(pool, model, feeds, engine, policy)
+        wrote = schema_defaults_trigger(pool, model, feeds, engine, policy, shape)
         if wrote:  # written out at their schema defaults, the engine agrees: it has the default wrong
             info["trigger"] = {"schema_default": wrote}
             return schema_default_key(key, wrote), ("schema_default", wrote)
-    spelled = auto_pad_trigger(pool, model, feeds, engine, policy, status, crashed)
+    spelled = auto_pad_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
     if spelled:  # with the explicit pads auto_pad stands for, the engine runs it and agrees: auto_pad is the root cause
         info["trigger"] = {"spelled_out": spelled}
         return spelled_out_key(key, spelled), ("spelled_out", spelled)

@@ -88,6 +88,7 @@ class Reduced:
     log: list[str] = field(default_factory=list)
     passes: dict[str, PassStats] = field(default_factory=dict)
     judged: Judged | None = None  # the final model's verdict on every engine, when a check already produced it
+    drop_fixes: list[str] = field(default_factory=list)  # attributes ("Op.attr") whose default made the engine right (see drop_attributes)
 
 
 class Reducer:
@@ -108,6 +109,9 @@ class Reducer:
         self.proven_one_minimal = False  # set by ddmin_nodes when its last round refused every single-node removal
         self.log: list[str] = []
         self.accepted: dict[str, Judged] = {}  # digest -> verdict of accepted candidates judged on every engine (the repro reuses it)
+        self.right: dict[str, bool] = {}  # digest -> the blamed engine agreed on the candidate (a rewrite that fixed it)
+        self.drop_fixes: tuple[str, list[str]] = ("", [])  # (digest of the model, its attributes whose default fixed the engine)
+        self._judging = ""
         spec = getattr(pool, "specs", {}).get(target.engine)
         self.layout_from_shape = bool(getattr(spec, "layout_from_shape", False))  # the blamed engine reads layouts off shapes
 
@@ -124,6 +128,7 @@ class Reducer:
         st = self.stats.setdefault(self.current_pass, PassStats())
         st.tried += 1
         t = time.perf_counter()
+        self._judging = key
         ok = well_formed(model) and self._judge(model, feeds)
         st.seconds += time.perf_counter() - t
         st.accepted += int(ok)
@@ -142,6 +147,8 @@ class Reducer:
     def _judge(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> bool:
         self.checks += 1
         j = judge_in_memory(self.pool, model, feeds, policy=self.policy, skip=self.skip)
+        now = j.verdict.results.get(self.target.engine)
+        self.right[self._judging] = now is not None and now.status == DCP
         if not any(self.target.matches(f) for f in j.findings):
             return False
         ok = self._still_valid(j) and _some_engine_matches_declared(j, declared_shapes(model))
@@ -223,8 +230,9 @@ def _shrink(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
     m, f = cur
     if echo:
         echo(f"reduced {n0} → {len(m.graph.node)} nodes in {r.checks} checks")
+    fixed_on, fixes = r.drop_fixes
     return Reduced(m, f, n0, len(m.graph.node), r.checks, time.perf_counter() - r.t0, one_min and not r.out_of_time(), r.log, r.stats,
-                   r.accepted.get(digest(m, f)))
+                   r.accepted.get(digest(m, f)), fixes if fixed_on == digest(m, f) else [])
 
 
 def _run_pass(r: Reducer, name: str, fn: Callable[..., Any], cur: Any, *args: Any) -> Any:
@@ -400,8 +408,11 @@ def bypass_nodes(r: Reducer, cur: State, values: dict[str, np.ndarray]) -> State
 
 
 def drop_attributes(r: Reducer, cur: State) -> State:
-    """Each attribute back to its default, where the finding stays (so the root cause keeps only those that matter)."""
+    """Each attribute back to its default, where the finding stays (so the root cause keeps only those that matter).
+    The attributes whose default made the blamed engine right are recorded (`Reducer.drop_fixes`, for the model this
+    pass leaves): that rewrite is evidence the clustering compares across repros (merge rule `same-attribute-drop`)."""
     model, feeds = cur
+    fixes: list[str] = []
     for ni in range(len(model.graph.node)):
         for attr in [a.name for a in model.graph.node[ni].attribute]:
             cand = onnx.ModelProto()
@@ -413,6 +424,9 @@ def drop_attributes(r: Reducer, cur: State) -> State:
             if r.consider(cand, feeds):
                 model = cand
                 r.log.append(f"dropped attribute {attr} of {node.name}")
+            elif r.right.get(digest(cand, feeds)):
+                fixes.append(f"{node.op_type}.{attr}")
+    r.drop_fixes = (digest(model, feeds), sorted(set(fixes)))
     return model, feeds
 
 

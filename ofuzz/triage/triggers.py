@@ -15,18 +15,19 @@ from ofuzz.core.vocab import DCF, DCP
 from ofuzz.exec.runner import EnginePool
 from ofuzz.judge.judging import Judged, Policy, judge_in_memory
 from ofuzz.judge.localise import pick_voters
+from ofuzz.judge.signature import Signature
 from ofuzz.triage.rootcause import crash_like, failure_of
 
 
 def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str,
-                             policy: Policy, status: str, crashed: bool = False) -> list[str]:
+                             policy: Policy, status: str, crashed: bool = False, shape: bool = False) -> list[str]:
     """The omitted prose-default attributes ("MaxPool.strides", see prose_defaults) a reduced repro's failure needs:
     written out at their defaults, `engine` runs the repro (a failure, `status` IF/MCF) or also agrees with two voters
     (a wrong value). All of them first, then each attribute alone, to name the one that matters (the pools' strides,
     not their pads). Empty when nothing was omitted or it still fails."""
     def fixes(only: set[str] | None) -> list[str]:
         fixed, wrote = written_out(model, only)
-        return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed) else []
+        return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
 
     every = fixes(None)
     names = sorted({w.split(".", 1)[1] for w in every})
@@ -35,7 +36,7 @@ def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: di
 
 
 def schema_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str,
-                            policy: Policy) -> list[str]:
+                            policy: Policy, shape: bool = False) -> list[str]:
     """The omitted schema-default attributes ("ReduceSumSquare.keepdims") a one-node repro's wrong shape needs: with them
     written at their defaults (see prose_defaults.schema_defaults_written_out) `engine` agrees with two voters. All of
     them first, then each alone, to name the one that matters. Only for a wrong shape, where a misread default
@@ -43,7 +44,7 @@ def schema_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dic
     it still fails."""
     def fixes(only: set[str] | None) -> list[str]:
         fixed, wrote = schema_defaults_written_out(model, only)
-        return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, DCF) else []
+        return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, DCF, shape=shape) else []
 
     every = fixes(None)
     alone = [w for name in every for w in fixes({name})] if len(every) > 1 else []
@@ -51,7 +52,7 @@ def schema_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dic
 
 
 def auto_pad_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
-                     status: str, crashed: bool = False) -> list[str]:
+                     status: str, crashed: bool = False, shape: bool = False) -> list[str]:
     """The auto_pad shorthands ("AveragePool.auto_pad=SAME_LOWER") a reduced repro's failure needs: with the explicit pads
     they stand for, `engine` runs it (a failure) or also agrees with two voters (a wrong value). Empty otherwise."""
     if not any(a.name == "auto_pad" and a.s in (b"SAME_UPPER", b"SAME_LOWER") for n in model.graph.node for a in n.attribute):
@@ -63,24 +64,33 @@ def auto_pad_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, 
               for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
     shapes.update({k: tuple(np.shape(v)) for k, v in feeds.items()})
     fixed, wrote = auto_pad_written_out(model, shapes)
-    return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed) else []
+    return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
+
+
+VALUE_KINDS = {"value", "nan", "inf"}  # mismatch categories of values, compared once the shapes agree
 
 
 def goes_away(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, status: str,
-               crashed: bool = False) -> bool:
+              crashed: bool = False, shape: bool = False) -> bool:
     """Does `engine` run the rewritten repro (a failure, `status` IF/MCF) or also agree with two voters (a wrong value)?
     A failure only has to go: MNN's MaxPool with strides written out converts, and its ReduceSumSquare consumer is then
     wrong (another defect, keepdims), which the repro does not show. A crash (`crashed`) only has to stop crashing:
     MNN's AveragePool→Mean without strides dies with SIGILL in the converter, and with strides its two-input Mean fails
-    cleanly (another defect; hand triage 11 found that pair as a root cause of its own)."""
-    return gone_in(rewrite_verdict(pool, fixed, feeds, engine, policy), engine, status, crashed)
+    cleanly (another defect; hand triage 11 found that pair as a root cause of its own). A wrong shape (`shape`) only
+    has to become the right shape: values are compared only once shapes agree, so a wrong shape hides any wrong value
+    behind it (hand triage 22: MNN's ReduceLogSumExp without keepdims also showed its Exp clamp once keepdims was
+    written out; the trigger's revealed-behind check then triages that value on its own)."""
+    return gone_in(rewrite_verdict(pool, fixed, feeds, engine, policy), engine, status, crashed, shape)
 
 
-def gone_in(judged: Judged, engine: str, status: str, crashed: bool = False) -> bool:
+def gone_in(judged: Judged, engine: str, status: str, crashed: bool = False, shape: bool = False) -> bool:
     """`goes_away`'s answer from a rewritten repro's verdict already at hand."""
     now = judged.verdict.results.get(engine)
     if now is None:
         return False
+    if shape and status == DCF and now.status == DCF:
+        kinds = {Signature.parse(f.signature).kind for f in judged.findings if f.engine == engine and f.status == DCF}
+        return bool(kinds) and kinds <= VALUE_KINDS
     if crashed and now.status != DCF and now.outcome is not None and not now.outcome.ok:
         return not crash_like(failure_of(now.status, kind=now.outcome.kind, etype=now.outcome.etype or now.outcome.signal))
     return now.status in ((DCP,) if status == DCF else (DCP, DCF))
