@@ -708,14 +708,18 @@ def test_one_operators_divergences_that_the_same_attribute_default_fixes_are_one
     roots = {r["id"]: r for r in [root("a1", ["RoiAlign"], ["RoiAlign.output_height", "RoiAlign.output_width"]),
                                   root("b2", ["RoiAlign"], ["RoiAlign.output_width"]),
                                   root("c3", ["RoiAlign"], ["RoiAlign.spatial_scale"]),
-                                  root("d4", ["RoiAlign"], ["RoiAlign.output_width"], failure="value"),
+                                  root("d4", ["RoiAlign"], ["RoiAlign.output_width"], failure="failure"),
                                   root("e5", ["RoiAlign"], ["RoiAlign.output_width"], engine="mnn"),
                                   root("f6", ["RoiAlign"], []),
-                                  root("g7", ["MaxRoiPool"], ["RoiAlign.output_width"])]}
+                                  root("g7", ["MaxRoiPool"], ["RoiAlign.output_width"]),
+                                  # a wrong shape and a wrong value that the same default fixes: one defect (AveragePool's dilations)
+                                  root("h8", ["AveragePool"], ["AveragePool.dilations"]),
+                                  root("i9", ["AveragePool"], ["AveragePool.dilations", "AveragePool.pads"], failure="value")]}
     run_merge_rules(roots)
-    assert sorted(roots) == ["b2", "c3", "d4", "e5", "f6", "g7"], sorted(roots)
+    assert sorted(roots) == ["b2", "c3", "d4", "e5", "f6", "g7", "h8"], sorted(roots)
     (ev,) = roots["b2"]["evidence"]
     assert ev["rule"] == "same-attribute-drop" and ev["kind"] == "rewrite" and ev["rewrite"] == {"drop_attributes": ["RoiAlign.output_width"]}
+    assert roots["h8"]["absorbed"] == ["i9"]
 
 
 def test_one_shown_trigger_of_one_converter_is_one_root_cause_whatever_the_failure():

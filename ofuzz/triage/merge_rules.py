@@ -250,6 +250,9 @@ def absorb_failed_node_into_its_run_failure(roots: Roots) -> None:
     _absorb_into_one(roots, failed_node, fits)
 
 
+OUTPUT_MISMATCHES = ("shape", "value", "nan", "inf")  # how a divergence's outputs differ (not `failure`: its node raised)
+
+
 @merge_rule("same-attribute-drop", "one operator's wrong output on one engine, which the same attribute back at its default makes right on both repros", "rewrite")
 def absorb_by_shared_attribute_drop(roots: Roots) -> None:
     """A divergence in one operator joins the engine's one other divergence of that operator, status and failure whose
@@ -257,14 +260,15 @@ def absorb_by_shared_attribute_drop(roots: Roots) -> None:
     engine right (`drop_fixes`); when every rewrite that fixes the other repro also fixes this one, the same change of
     the same operator shows both (hand triage 22 #15: onnx2tf's RoiAlign handing NCHW to crop_and_resize was keyed once
     by output_height and output_width, once by output_width alone, as the reducer found each repro needed). The keys
-    alone would merge nothing: which attributes a repro keeps is not evidence, what their defaults do is."""
+    alone would merge nothing: which attributes a repro keeps is not evidence, what their defaults do is. A wrong
+    shape and a wrong value join too, the rewrite being the evidence (an AveragePool ignoring `dilations` gives either,
+    as its pads allow: hand triage 22 #16)."""
     def wants(r: dict[str, Any]) -> bool:
         k = r["key"]
-        return k["status"] == DCF and len(k["ops"]) == 1 and bool(r.get("drop_fixes"))
+        return k["status"] == DCF and k["failure"] in OUTPUT_MISMATCHES and len(k["ops"]) == 1 and bool(r.get("drop_fixes"))
 
     def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
-        k, ko = r["key"], o["key"]
-        return (wants(o) and o["engine"] == r["engine"] and (ko["status"], ko["failure"], list(ko["ops"])) == (k["status"], k["failure"], list(k["ops"]))
+        return (wants(o) and o["engine"] == r["engine"] and list(o["key"]["ops"]) == list(r["key"]["ops"])
                 and set(o["drop_fixes"]) <= set(r["drop_fixes"]))
 
     _absorb_into_one(roots, wants, fits, lambda r, o: {"rewrite": {"drop_attributes": sorted(o["drop_fixes"])},
