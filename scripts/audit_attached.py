@@ -1,14 +1,18 @@
-"""Hidden-merge audit: do the findings a root cause holds without a reduced repro of their own really share its defect?
+"""Hidden-merge audit: do the findings a root cause holds by a rule, not by their own repro's key, share its defect?
 
-A finding can join a root cause without being reduced (attached to the representative of its pre-key, or a further
-model of a signature that did not reduce). Hand triage found 5 of 16 such findings to be *other* real defects that
-appeared nowhere in the output. This script measures that rate on any triaged campaign, without a human:
+A finding joins a root cause by its own reduced repro landing on the root's key, or by something else: an engine
+family's tested rewrite, a merge rule (a rewrite, a source line, a witness, a re-run, or structure alone), an
+unknown-shape rule, or as a further model of a signature that did not reduce. Hand triage once found 5 of 16 findings
+attached without evidence to be *other* real defects. This script measures, on any triaged campaign, whether those
+joins hold up when each member is triaged again from scratch:
 
-1. draw N findings at random (seeded) among those that joined a root cause without a reduced repro keyed on their own;
+1. draw N findings at random (seeded) among those joined by anything but their own repro's key;
 2. copy the campaign (models, store, repro folders) to a scratch folder, and triage each drawn finding again *alone*
-   (no representative to attach to: its own re-judgement, reduction, triggers and key);
-3. cluster the copy as `ofuzz bugs` does and report, per finding, whether it still lands in the root cause it was
-   attached to; a finding that lands elsewhere is a hidden merge (another defect, or the same one keyed apart).
+   (no representative to attach to: its own re-judgement, reduction, triggers, family test and key);
+3. cluster the copy as `ofuzz bugs` does and report, per finding, whether it lands in the same root cause again and by
+   what it joined; one that lands elsewhere is a join the evidence does not carry (another defect, or the same one
+   keyed apart). Whether a member that lands in the same root is the same *defect* is for a hand check: the script
+   prints each member's repro folder and join, for one.
 
     python scripts/audit_attached.py CAMPAIGN_DIR --n 30 --seed 20261128 [--workers 2] [--json OUT]
 
@@ -39,28 +43,39 @@ from ofuzz.triage.pipeline import triage_finding  # noqa: E402
 from ofuzz.triage.cluster import cluster  # noqa: E402
 
 
-def joined_without_own_repro(campaign: Path) -> list[dict[str, Any]]:
-    """Findings (folder id, row, root id) whose folder holds no reduced repro of their own."""
+OWN_KEY = "its own reduced repro"
+
+
+def joined_members(campaign: Path) -> list[dict[str, Any]]:
+    """Findings (folder id, row, root id, how) that a root cause holds by anything but their own reduced repro's key:
+    attached without a repro, a further model that did not reduce, a family or unknown-shape rule, or a merge rule
+    (with its evidence kind). A member keyed alike by its own repro is not drawn: its own key is the evidence."""
     st = Store(campaign)
     rows = {r["signature"]: r for r in st.findings()}
     roots = st.root_causes()
     st.close()
     out = []
     for rc in roots:
-        for fid in rc["detail"].get("findings", []):
+        detail = rc["detail"]
+        merged = {fid: f"merge rule {e['rule']} ({e.get('kind', 'structure')})" for e in detail.get("evidence", []) for fid in e.get("findings", [])}
+        joined_by = {m["finding"]: m["joined_by"] for m in detail.get("members", [])}
+        for fid in detail.get("findings", []):
             info_path = campaign / "repros" / fid / "finding.json"
             if not info_path.is_file():
                 continue
             info = json.loads(info_path.read_text())
-            if "root" in info:
-                continue  # reduced and keyed on its own
+            how = merged.get(fid) or ("" if joined_by.get(fid, "").startswith(OWN_KEY) else joined_by.get(fid, ""))
+            if "root" not in info:
+                how = info.get("attached_to") or "unreduced variant"
             row = rows.get(info["signature"])
-            if row is None:
+            if not how or row is None:
                 continue
-            if "~" in fid:
+            if "~" in fid and "~r" not in fid:
                 variant = int(fid.split("~")[1])
                 row = {**row, "first_idx": info.get("first_idx"), "first_model": info.get("first_model"), "variant": variant}
-            out.append({"fid": fid, "row": row, "root": rc["id"], "root_key": rc["key"], "how": info.get("attached_to") or "unreduced variant"})
+            elif "~r" in fid:
+                continue  # revealed behind a rewrite: its model is the rewritten one, triaged from its parent
+            out.append({"fid": fid, "row": row, "root": rc["id"], "root_key": rc["key"], "how": how})
     return sorted(out, key=lambda a: a["fid"])
 
 
@@ -106,9 +121,9 @@ def main(campaign: Path, n: int = typer.Option(30, help="How many joined finding
          as_json: Optional[Path] = typer.Option(None, "--json", help="Also write the per-finding table here.")) -> None:
     if not (campaign / "campaign.sqlite").is_file():
         raise typer.BadParameter(f"{campaign}: no campaign.sqlite here; pass a campaign folder triaged by `ofuzz bugs`")
-    joined = joined_without_own_repro(campaign)
+    joined = joined_members(campaign)
     picks = random.Random(seed).sample(joined, min(n, len(joined)))
-    print(f"{len(joined)} findings joined a root cause without a reduced repro of their own; auditing {len(picks)} (seed {seed})")
+    print(f"{len(joined)} findings joined a root cause by something other than their own repro's key; auditing {len(picks)} (seed {seed})")
     if not picks:
         return
     with tempfile.TemporaryDirectory(prefix="ofuzz-audit-") as tmp:
@@ -132,7 +147,7 @@ def main(campaign: Path, n: int = typer.Option(30, help="How many joined finding
     for t in table:
         key = t["now_key"] or t["own_root"] or {}
         print(f"{t['fid']}\twas {t['was']}\t{t['verdict']}\t{t['now'] or '-'}\t{key.get('status', '')} {key.get('failure', '')} "
-              f"{'+'.join(key.get('ops', []))}\t{t['seconds']} s")
+              f"{'+'.join(key.get('ops', []))}\t{t['seconds']} s\tjoined by: {t['how'][:90]}")
     print(f"hidden merges: {len(hidden)} of {len(table)} audited land on another root cause; "
           f"{sum(t['verdict'].startswith('not a bug') for t in table)} are not a bug alone")
     if as_json:

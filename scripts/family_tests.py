@@ -24,6 +24,7 @@ from ofuzz.exec.engines.registry import resolve  # noqa: E402
 from ofuzz.exec.runner import EnginePool  # noqa: E402
 from ofuzz.judge.judging import Policy  # noqa: E402
 from ofuzz.triage.family_test import family_for, run_family_test  # noqa: E402
+from ofuzz.triage.repro_facts import facts_of  # noqa: E402
 from ofuzz.triage.rootcause import RootKey  # noqa: E402
 
 
@@ -36,7 +37,7 @@ def members(dirs: list[Path], policy: Policy) -> list[tuple[Path, dict, RootKey,
             if info.get("klass") != "bug" or "root" not in info or not (fj.parent / "model.onnx").is_file():
                 continue
             key = RootKey.from_json(info["root"])
-            fam = family_for(policy.noise, key, onnx.load(str(fj.parent / "model.onnx")), (info.get("versions") or {}).get(key.engine))
+            fam = family_for(policy.noise, key, facts_of(onnx.load(str(fj.parent / "model.onnx"))).one_node, (info.get("versions") or {}).get(key.engine))
             if fam is not None and fam.test_rewrite:
                 out.append((fj.parent, info, key, fam.name))
     return out

@@ -522,23 +522,6 @@ def test_a_hang_repro_gives_up_on_the_engine_and_says_reproduced(tmp_path):
     assert r.returncode == 1 and "did not finish within" in r.stdout and "(hang)" in r.stdout, (r.returncode, r.stdout, r.stderr[-500:])
 
 
-def test_a_failure_from_a_left_out_optional_input_is_one_root_cause_however_it_was_left_out():
-    """onnx2tf's RNN handler fails with KeyError '' when B is named '' and with TypeError 'NoneType' when B is not
-    given at all: one defect (no default for an omitted B), so one key; a B that is given keeps the message key."""
-    from ofuzz.triage.rootcause import OMITTED, coarsen, omitted_input_key, omitted_optional_inputs
-
-    empty = helper.make_node("RNN", ["X", "W", "R", ""], ["Y"], hidden_size=3)
-    absent = helper.make_node("RNN", ["X", "W", "R"], ["Y"], hidden_size=3)
-    given = helper.make_node("RNN", ["X", "W", "R", "B", "L", "H"], ["Y"], hidden_size=3)
-    assert omitted_optional_inputs(empty) == ["B", "sequence_lens", "initial_h"] and omitted_optional_inputs(given) == []
-    a = omitted_input_key(coarsen(RootKey("tensorflow", "MCF", "exception:KeyError", ("RNN",), (), ()), 1, "''", "RNN"), "''", empty)
-    b = omitted_input_key(coarsen(RootKey("tensorflow", "MCF", "exception:TypeError", ("RNN",), (), ()), 1, "x", "RNN"),
-                          "'NoneType' object is not subscriptable", absent)
-    assert a == b and a.message == OMITTED and a.ops == ("RNN",)
-    assert omitted_input_key(a, "'NoneType' object is not subscriptable", given) is None  # nothing left out: not this
-    assert omitted_input_key(a, "shapes (2,3) and (4,) are incompatible", empty) is None  # another symptom: its own key
-
-
 def test_the_cone_tries_the_failing_nodes_nearest_producers_first(tmp_path):
     """The test double fails converting a Relu fed by any node; behind it a chain of 6 ancestors. The failing node
     and its direct producer are tried before the whole cone: one check gives the 2-node repro, no ddmin over the chain."""
@@ -1033,7 +1016,7 @@ def test_the_first_input_rank_of_a_one_node_repro_comes_from_its_graph_input_or_
     """Families limited by rank (MNN's 1-D Conv, backends/mnn/triage.yaml) need the rank of the repro's first input."""
     from onnx import helper as h
 
-    from ofuzz.triage.family_test import _first_input_rank
+    from ofuzz.triage.repro_facts import _first_input_rank
 
     w = onnx.numpy_helper.from_array(np.ones((3, 2, 1), np.float32), "w")
     conv = h.make_node("Conv", ["x", "w"], ["y"])
@@ -1044,6 +1027,27 @@ def test_the_first_input_rank_of_a_one_node_repro_comes_from_its_graph_input_or_
     assert _first_input_rank(h.make_model(g)) == 3  # from the initializer
     g = h.make_graph([conv], "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, None)], [y], [w])
     assert _first_input_rank(h.make_model(g)) is None  # unknown: a rank-limited family does not hold
+
+
+def test_the_facts_the_clustering_asks_are_recorded_with_the_repro(tmp_path):
+    """The triage writes what the clustering asks of a repro (its one node for the engine families, whether upstream
+    culprits hand unknown shapes) into finding.json; the clustering reads them there and never loads the model again,
+    and computes them once from model.onnx only for a folder triaged before they were recorded."""
+    from ofuzz.triage.repro_facts import ReproFacts, facts_of, facts_of_folder
+
+    node = helper.make_node("ArgMax", ["x"], ["y"], name="n0_ArgMax", axis=1, select_last_index=1)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.INT32, [2, 3])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.INT64, [2, 1])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    facts = facts_of(model)
+    assert facts.one_node is not None and (facts.one_node.op, facts.one_node.inputs, facts.one_node.rank, facts.one_node.dtype) == ("ArgMax", 1, 2, "int32")
+    assert facts.one_node.attrs == {"axis": 1, "select_last_index": 1} and not facts.unknown_shape_handed
+    recorded = __import__("json").loads(__import__("json").dumps(facts.to_json()))
+    assert ReproFacts.from_json(recorded) == facts
+    assert facts_of_folder(tmp_path / "gone", {"facts": recorded}) == facts  # no model needed
+    (tmp_path / "old").mkdir()
+    onnx.save(model, str(tmp_path / "old" / "model.onnx"))
+    assert facts_of_folder(tmp_path / "old", {}) == facts and facts_of_folder(tmp_path / "none", {}) is None
 
 
 def test_a_node_that_failed_to_compute_joins_its_run_failure_when_its_repro_reruns_as_one():

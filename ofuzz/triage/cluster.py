@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import onnx
 
 from ofuzz.store.campaign_dir import CampaignDir
 from ofuzz.core.vocab import DCF, IF
@@ -20,10 +19,9 @@ from ofuzz.judge.noise import Family, NoiseClasses, UnknownShapeRule
 from ofuzz.judge.signature import Signature, finding_id
 from ofuzz.judge.judging import Policy
 from ofuzz.triage.merge_rules import FAMILY, run_merge_rules
-from ofuzz.triage.rootcause import (SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of,
-                                    omitted_input_key)
+from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of
 from ofuzz.triage.family_test import family_for
-from ofuzz.triage.witness import hands_on_unknown_shape, peeled_nodes
+from ofuzz.triage.repro_facts import ReproFacts, facts_of_folder
 
 
 def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: NoiseClasses | None | str = "default") -> dict[str, Any]:
@@ -78,8 +76,6 @@ def _clustered_key(campaign_dir: Path, fid: str, info: dict[str, Any], rep: dict
     if failed_op is None and crash_like(raw_key.failure) and sig.op in raw_key.ops:
         failed_op = sig.op  # a crash the reducer could not shrink, in the operator its log named (MNN: "... compute LSTM")
     key = coarsen(raw_key, nodes, sig.text, failed_op)
-    if failed_op and key.status != DCF and key.message not in SHOWN_TRIGGERS:
-        key = omitted_input_key(key, sig.text, _node_of(campaign_dir, rep_folder(fid, info), failed_op)) or key
     joined_by = "its own reduced repro" if "root" in info else f"attached: the same pre-key as {info.get('attached_to')}, not reduced"
     if info.get("revealed_behind"):
         behind = info["revealed_behind"]
@@ -89,11 +85,13 @@ def _clustered_key(campaign_dir: Path, fid: str, info: dict[str, Any], rep: dict
         key = key_of_fid[base]  # a further model that did not reduce says nothing new: it joins its signature's root cause
         joined_by = f"a further model of {base}'s signature that did not reduce ({nodes} nodes)"
     severity = key.severity()
-    joined = _family(campaign_dir, key, rep_folder(fid, info), nodes, noise, (rep.get("versions") or {}).get(key.engine), rep)
+    folder = rep_folder(fid, info)
+    facts = facts_of_folder(CampaignDir(campaign_dir).repro(folder), rep) if folder else None
+    joined = _family(key, facts, nodes, noise, (rep.get("versions") or {}).get(key.engine), rep)
     if joined is not None:  # one code path of the engine under several operator names: one root cause
         fam, how = joined
         return RootKey(key.engine, FAMILY, fam.name, fam.ops, (), (), ""), severity, how, fam
-    unknown = _unknown_shape_rule(campaign_dir, key, rep_folder(fid, info), rep.get("witnesses") or [], noise)
+    unknown = _unknown_shape_rule(key, facts, noise)
     if unknown is not None:  # whatever produced the tensor of unknown shape, and whichever consumer tripped on it
         return (RootKey(key.engine, FAMILY, unknown.name, (), (), (), ""), severity, f"unknown-shape rule {unknown.name} of {_key_text(key)}",
                 unknown)
@@ -167,22 +165,14 @@ def rep_folder(fid: str, info: dict[str, Any]) -> str:
     return fid if "root" in info else info.get("attached_to", "")
 
 
-def _node_of(campaign_dir: Path, folder: str, op: str) -> onnx.NodeProto | None:
-    path = (CampaignDir(campaign_dir).repro(folder) / "model.onnx")
-    if not folder or not path.is_file():
-        return None
-    return next((n for n in onnx.load(str(path)).graph.node if n.op_type == op), None)
-
-
-def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: NoiseClasses | None, version: str | None,
+def _family(key: RootKey, facts: ReproFacts | None, nodes: int, noise: NoiseClasses | None, version: str | None,
             rep: dict[str, Any]) -> tuple[Family, str] | None:
     """The engine's operator family (backends/<engine>/triage.yaml) a one-node repro joins, and how: a family with a test
     only when the triage ran it on this repro and the engine was then right (see family_test.py); one without, by its
     operators and failure alone (said so on the member)."""
-    path = (CampaignDir(campaign_dir).repro(folder) / "model.onnx")
-    if noise is None or nodes != 1 or not noise.family_rules or not folder or not path.is_file():
+    if noise is None or nodes != 1 or not noise.family_rules or facts is None:
         return None
-    fam = family_for(noise, key, onnx.load(str(path)), version)
+    fam = family_for(noise, key, facts.one_node, version)
     if fam is None:
         return None
     if not fam.test_rewrite:
@@ -193,14 +183,8 @@ def _family(campaign_dir: Path, key: RootKey, folder: str, nodes: int, noise: No
     return fam, f"family {fam.name} of {_key_text(key)}: with {json.dumps(test['rewrite'])}, {key.engine} ran its repro right"
 
 
-def _unknown_shape_rule(campaign_dir: Path, key: RootKey, folder: str, witness_ops: list[str], noise: NoiseClasses | None) -> UnknownShapeRule | None:
+def _unknown_shape_rule(key: RootKey, facts: ReproFacts | None, noise: NoiseClasses | None) -> UnknownShapeRule | None:
     """The engine's upstream_unknown_shape rule (backends/<engine>/triage.yaml) when this `upstream` failure's culprits hand its
     consumer only tensors of unknown static shape (see witness.hands_on_unknown_shape); else None."""
-    rule = noise.unknown_shape(key.engine) if noise is not None and key.failure == UPSTREAM and witness_ops else None
-    path = (CampaignDir(campaign_dir).repro(folder) / "model.onnx")
-    if rule is None or not folder or not path.is_file():
-        return None
-    model = onnx.load(str(path))
-    return rule if hands_on_unknown_shape(model, peeled_nodes(model, list(witness_ops))) else None
-
-
+    rule = noise.unknown_shape(key.engine) if noise is not None and key.failure == UPSTREAM else None
+    return rule if rule is not None and facts is not None and facts.unknown_shape_handed else None

@@ -47,6 +47,7 @@ from ofuzz.triage.repro import write_repro
 from ofuzz.triage.rootcause import (RootKey, crash_like, failure_of, key_of, omitted_default_key, schema_default_key, spelled_out_key,
                                     upstream_of)
 from ofuzz.triage.second_opinion import MODE_ONLY, SecondOpinions
+from ofuzz.triage.repro_facts import facts_of
 from ofuzz.triage.triggers import _all_but_voters, auto_pad_trigger, omitted_defaults_trigger, schema_defaults_trigger
 from ofuzz.triage.undefined_path import undefined_on_the_way
 from ofuzz.triage.witness import without, witnesses
@@ -146,6 +147,7 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     # what the reduced repro holds, before clustering: no id here (the root cause's id is the clustered key's, in
     # `ofuzz bugs`; an id of this raw key disagreed with it and misled hand triage 6)
     info["root"] = {k: v for k, v in root.to_json().items() if k != "id"}
+    info["facts"] = facts_of(red_model, info.get("witnesses")).to_json()  # what the clustering asks of the repro (repro_facts.py)
     _final_class(case, info, root, red_model, red_feeds, value_engine)
     if info.get("klass") == BUG:  # an engine family's hypothesis, tested on this repro (the clustering reads the record)
         tested = run_family_test(case.pool, red_model, red_feeds, case.engine, case.policy, case.hit.status, root,
