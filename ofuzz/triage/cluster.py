@@ -13,15 +13,16 @@ from typing import Any
 
 
 from ofuzz.store.campaign_dir import CampaignDir
-from ofuzz.core.vocab import DCF, IF
-from ofuzz.core.vocab import BUG, PENDING, UNCONFIRMED
+from ofuzz.core.vocab import IF
+from ofuzz.core.vocab import BUG, PENDING
 from ofuzz.judge.noise import Family, NoiseClasses, UnknownShapeRule
 from ofuzz.judge.signature import Signature, finding_id
 from ofuzz.judge.judging import Policy
 from ofuzz.triage.merge_rules import FAMILY, run_merge_rules
 from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of
 from ofuzz.triage.family_test import family_for
-from ofuzz.triage.repro_facts import ReproFacts, facts_of_folder
+from ofuzz.triage.record import FindingRecord
+from ofuzz.triage.repro_facts import ReproFacts
 
 
 def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: NoiseClasses | None | str = "default") -> dict[str, Any]:
@@ -29,22 +30,22 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: NoiseClas
     `noise`: the loaded noise classes whose `families` merge one engine code path's operators (default: the shipped)."""
     if noise == "default":
         noise = Policy.default().noise
-    infos = _triaged(campaign_dir, findings)
+    records = _triaged(campaign_dir, findings)
     roots: dict[str, dict[str, Any]] = {}
     classes: dict[str, list[str]] = {}
     key_of_fid: dict[str, RootKey] = {}
-    for fid, info in sorted(infos.items(), key=lambda kv: "~" in kv[0]):  # a signature's first model before its variants
-        klass = info.get("klass", UNCONFIRMED)
-        rep = info if "root" in info else infos.get(info.get("attached_to", ""), {})
-        if klass == BUG and "root" not in rep:
+    for fid, rec in sorted(records.items(), key=lambda kv: "~" in kv[0]):  # a signature's first model before its variants
+        klass = rec.klass
+        rep = rec if rec.reduced else records.get(rec.attached_to)
+        if klass == BUG and rep is None:
             klass = PENDING  # attached to a representative whose export has not finished
         if "~" not in fid:  # a further model of a signature adds root causes, not a signature
             classes.setdefault(klass, []).append(fid)
-        if klass != BUG:
+        if klass != BUG or rep is None:
             continue
-        key, severity, joined_by, rule = _clustered_key(campaign_dir, fid, info, rep, key_of_fid, noise)  # type: ignore[arg-type]
+        key, severity, joined_by, rule = _clustered_key(campaign_dir, rec, rep, key_of_fid, noise)  # type: ignore[arg-type]
         key_of_fid[fid] = key
-        _join(roots, key, severity, fid, info, rep, joined_by, rule)
+        _join(roots, key, severity, rec, rep, joined_by, rule)
     run_merge_rules(roots)  # to a fixed point: a merge can make another rule apply
     for rc in roots.values():
         rc["held"] = sorted(rc["held"])
@@ -55,39 +56,41 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: NoiseClas
     return {"root_causes": ranked, "classes": {k: sorted(v) for k, v in classes.items()}}
 
 
-def _triaged(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Folder id -> its finding.json (with the store's row as `_row`), for every finding and further model triaged."""
-    infos: dict[str, dict[str, Any]] = {}
+def _triaged(campaign_dir: Path, findings: list[dict[str, Any]]) -> dict[str, FindingRecord]:
+    """Folder id -> its record (with the store's row), for every finding and further model triaged."""
+    records: dict[str, FindingRecord] = {}
+    folders = CampaignDir(campaign_dir)
     for f in findings:
         fid = finding_id(f["signature"])
-        for p in [CampaignDir(campaign_dir).finding_json(fid), *sorted(CampaignDir(campaign_dir).repros.glob(f"{fid}~*/finding.json"))]:
-            if p.is_file():
-                infos[p.parent.name] = {**json.loads(p.read_text()), "_row": f}
-    return infos
+        for folder in [fid, *sorted(p.parent.name for p in folders.repros.glob(f"{fid}~*/finding.json"))]:
+            rec = FindingRecord.load(campaign_dir, folder, f)
+            if rec is not None:
+                records[folder] = rec
+    return records
 
 
-def _clustered_key(campaign_dir: Path, fid: str, info: dict[str, Any], rep: dict[str, Any], key_of_fid: dict[str, RootKey],
+def _clustered_key(campaign_dir: Path, rec: FindingRecord, rep: FindingRecord, key_of_fid: dict[str, RootKey],
                    noise: NoiseClasses | None) -> tuple[RootKey, int, str, Any]:
     """The root key a bug finding joins, its own severity, how it came to join it (said on the root cause's member
     list), and the engine's family or unknown-shape rule that decided it (None: its own key)."""
-    nodes = rep.get("reduction", {}).get("nodes_after", 0)
-    failed_op = keyed_failed_op(rep.get("repro_failure") or {})
-    sig, raw_key = Signature.parse(rep["signature"]), RootKey.from_json(rep["root"])
+    nodes, raw_key = rep.nodes, rep.root
+    assert raw_key is not None
+    failed_op = keyed_failed_op(rep.repro_failure)
+    sig = Signature.parse(rep.signature)
     if failed_op is None and crash_like(raw_key.failure) and sig.op in raw_key.ops:
         failed_op = sig.op  # a crash the reducer could not shrink, in the operator its log named (MNN: "... compute LSTM")
     key = coarsen(raw_key, nodes, sig.text, failed_op)
-    joined_by = "its own reduced repro" if "root" in info else f"attached: the same pre-key as {info.get('attached_to')}, not reduced"
-    if info.get("revealed_behind"):
-        behind = info["revealed_behind"]
+    joined_by = "its own reduced repro" if rec.reduced else f"attached: the same pre-key as {rec.attached_to}, not reduced"
+    if rec.revealed_behind:
+        behind = rec.revealed_behind
         joined_by = f"its own reduced repro, revealed behind {behind['finding']} once {behind['rewrite']} was written out"
-    base = fid.split("~")[0]
+    fid, base = rec.folder, rec.folder.split("~")[0]
     if "~" in fid and "~r" not in fid and nodes > WELL_REDUCED and base in key_of_fid:
         key = key_of_fid[base]  # a further model that did not reduce says nothing new: it joins its signature's root cause
         joined_by = f"a further model of {base}'s signature that did not reduce ({nodes} nodes)"
     severity = key.severity()
-    folder = rep_folder(fid, info)
-    facts = facts_of_folder(CampaignDir(campaign_dir).repro(folder), rep) if folder else None
-    joined = _family(key, facts, nodes, noise, (rep.get("versions") or {}).get(key.engine), rep)
+    facts = rep.facts(campaign_dir)
+    joined = _family(key, facts, nodes, noise, rep.version(key.engine), rep.family_test)
     if joined is not None:  # one code path of the engine under several operator names: one root cause
         fam, how = joined
         return RootKey(key.engine, FAMILY, fam.name, fam.ops, (), (), ""), severity, how, fam
@@ -102,12 +105,13 @@ def _key_text(key: RootKey) -> str:
     return f"{key.status} {key.failure} {'+'.join(key.ops) or '-'}" + (f" [{', '.join(key.attrs)}]" if key.attrs else "")
 
 
-def _join(roots: dict[str, dict[str, Any]], key: RootKey, severity: int, fid: str, info: dict[str, Any], rep: dict[str, Any], joined_by: str,
+def _join(roots: dict[str, dict[str, Any]], key: RootKey, severity: int, rec: FindingRecord, rep: FindingRecord, joined_by: str,
           rule: Any) -> None:
-    """Finding `fid` joins the root cause of `key` (made if new): its signature, occurrences, earliest model, source
+    """Finding `rec` joins the root cause of `key` (made if new): its signature, occurrences, earliest model, source
     lines, how it re-ran, the smallest repro, and a member record saying how it joined."""
+    fid = rec.folder
     rc = roots.setdefault(key.id(), {"id": key.id(), "key": key.to_json(), "severity": severity, "engine": key.engine,
-                                     "converted_as": rep.get("campaign_engine", key.engine),
+                                     "converted_as": rep.campaign_engine or key.engine,
                                      "signatures": [], "findings": [], "occurrences": 0, "first_idx": None, "first_model": None,
                                      "repro": None, "nodes": None, "held": set(), "members": []})
     rc["severity"] = min(rc["severity"], severity)  # a family is as bad as its worst member
@@ -117,36 +121,36 @@ def _join(roots: dict[str, dict[str, Any]], key: RootKey, severity: int, fid: st
             rc["family_failures"] = list(rule.failures)
     rc["members"].append({"finding": fid, "joined_by": joined_by, "why": getattr(rule, "why", "")} if rule is not None else
                          {"finding": fid, "joined_by": joined_by})
-    rc["held"] |= set(RootKey.from_json(rep["root"]).ops)  # every operator its repros hold, reduced or not
+    rc["held"] |= set(rep.root.ops if rep.root else ())  # every operator its repros hold, reduced or not
     if key.message in SHOWN_TRIGGERS:  # keyed by the attribute alone: which operators lacked it (or used the shorthand)
-        trigger = rep.get("trigger") or {}
+        trigger = rep.trigger
         rc["held"] |= {w.split(".", 1)[0] for w in [*trigger.get("omitted", []), *trigger.get("spelled_out", []),
                                                    *trigger.get("schema_default", [])]}
-    row = info["_row"]
+    row = rec.row
     if row["signature"] not in rc["signatures"]:
         rc["signatures"].append(row["signature"])
         rc["occurrences"] += 1 if "~" in fid else int(row.get("count", 1))
     rc["findings"].append(fid)
-    first_idx = info.get("first_idx", row["first_idx"])
+    first_idx, first_model = rec.first
     if rc["first_idx"] is None or first_idx < rc["first_idx"]:
-        rc["first_idx"], rc["first_model"] = first_idx, info.get("first_model", row["first_model"])
-    if "root" in info:
-        _own_repro_facts(rc, fid, info)
+        rc["first_idx"], rc["first_model"] = first_idx, first_model
+    if rec.reduced:
+        _own_repro_facts(rc, rec)
 
 
-def _own_repro_facts(rc: dict[str, Any], fid: str, info: dict[str, Any]) -> None:
+def _own_repro_facts(rc: dict[str, Any], rec: FindingRecord) -> None:
     """What a member's own reduced repro adds: where the converter failed, how it re-ran, and the smallest repro."""
-    shown = info.get("repro_failure") or {}
+    shown = rec.repro_failure
     if shown.get("where"):
         rc.setdefault("where", set()).add(shown["where"])
     if shown.get("status"):  # "STATUS failure", as a key spells it: "IF exception:InvalidArgumentError"
         failure = failure_of(shown["status"], shown.get("category", ""), shown.get("kind", ""), shown.get("etype", ""))
         rc.setdefault("reran_as", set()).add(f"{shown['status']} {failure}")
-    nodes = info.get("reduction", {}).get("nodes_after", 10**9)
+    nodes = rec.nodes if "nodes_after" in (rec.data.get("reduction") or {}) else 10**9
     if rc["nodes"] is None or nodes < rc["nodes"]:
-        rc["nodes"], rc["repro"], rc["summary"] = nodes, f"repros/{fid}", info.get("summary", "")
-        rc["repro_check"] = info.get("repro_check", "")
-        rc["drop_fixes"] = list(info.get("reduction", {}).get("drop_fixes") or [])  # of the repro shown: merge_rules compares them
+        rc["nodes"], rc["repro"], rc["summary"] = nodes, f"repros/{rec.folder}", rec.data.get("summary", "")
+        rc["repro_check"] = rec.data.get("repro_check", "")
+        rc["drop_fixes"] = rec.drop_fixes  # of the repro shown: merge_rules compares them
 
 
 def keyed_failed_op(repro_failure: dict[str, Any]) -> str | None:
@@ -158,15 +162,8 @@ def keyed_failed_op(repro_failure: dict[str, Any]) -> str | None:
     return (repro_failure.get("failed_ops") or [None])[-1]
 
 
-
-
-def rep_folder(fid: str, info: dict[str, Any]) -> str:
-    """The folder of the reduced repro a finding's root key comes from (its own, or its representative's)."""
-    return fid if "root" in info else info.get("attached_to", "")
-
-
 def _family(key: RootKey, facts: ReproFacts | None, nodes: int, noise: NoiseClasses | None, version: str | None,
-            rep: dict[str, Any]) -> tuple[Family, str] | None:
+            test: dict[str, Any]) -> tuple[Family, str] | None:
     """The engine's operator family (backends/<engine>/triage.yaml) a one-node repro joins, and how: a family with a test
     only when the triage ran it on this repro and the engine was then right (see family_test.py); one without, by its
     operators and failure alone (said so on the member)."""
@@ -177,7 +174,6 @@ def _family(key: RootKey, facts: ReproFacts | None, nodes: int, noise: NoiseClas
         return None
     if not fam.test_rewrite:
         return fam, f"family {fam.name} (untested: by operator and failure alone) of {_key_text(key)}"
-    test = rep.get("family_test") or {}
     if test.get("family") != fam.name or not test.get("fixed"):
         return None  # its test did not run here, or the engine is still wrong without the trigger: another defect
     return fam, f"family {fam.name} of {_key_text(key)}: with {json.dumps(test['rewrite'])}, {key.engine} ran its repro right"
