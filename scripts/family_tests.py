@@ -23,7 +23,7 @@ from ofuzz.core.npz import load_npz  # noqa: E402
 from ofuzz.exec.engines.registry import resolve  # noqa: E402
 from ofuzz.exec.runner import EnginePool  # noqa: E402
 from ofuzz.judge.judging import Policy  # noqa: E402
-from ofuzz.triage.family_test import family_for, run_family_test  # noqa: E402
+from ofuzz.triage.family_test import families_for, run_family_test  # noqa: E402
 from ofuzz.triage.repro_facts import facts_of  # noqa: E402
 from ofuzz.triage.rootcause import RootKey  # noqa: E402
 
@@ -37,9 +37,10 @@ def members(dirs: list[Path], policy: Policy) -> list[tuple[Path, dict, RootKey,
             if info.get("klass") != "bug" or "root" not in info or not (fj.parent / "model.onnx").is_file():
                 continue
             key = RootKey.from_json(info["root"])
-            fam = family_for(policy.noise, key, facts_of(onnx.load(str(fj.parent / "model.onnx"))).one_node, (info.get("versions") or {}).get(key.engine))
-            if fam is not None and fam.test_rewrite:
-                out.append((fj.parent, info, key, fam.name))
+            fams = [f for f in families_for(policy.noise, key, facts_of(onnx.load(str(fj.parent / "model.onnx"))).one_node,
+                                            (info.get("versions") or {}).get(key.engine)) if f.test_rewrite]
+            if fams:
+                out.append((fj.parent, info, key, "|".join(f.name for f in fams)))
     return out
 
 
@@ -57,6 +58,7 @@ def main() -> int:
             got = run_family_test(pool, onnx.load(str(folder / "model.onnx")), load_npz(folder / "inputs.npz"), key.engine, policy,
                                 info["status"], key, (info.get("versions") or {}).get(key.engine))
             fixed = bool(got and got.get("fixed"))
+            name = got["family"] if fixed and got else name  # which of its candidate families the test showed
             tally[(name, fixed)] += 1
             print(f"{name:36} {folder.parent.parent.name}/{folder.name:14} {key.status} {key.failure:10} {'+'.join(key.ops):18} "
                   f"{'fixed' if fixed else 'STILL WRONG'}{' (' + got['note'] + ')' if got and got.get('note') else ''}", flush=True)

@@ -68,7 +68,15 @@ EXPECTED: dict[tuple[str, str], tuple[str, str]] = {
 
 
 def _installed_or_skip(names: list[str]) -> list:
+    from ofuzz.exec.engines.envs import interpreter
+    from ofuzz.exec.engines.registry import EngineError
+
     specs = resolve(names)
+    for s in specs:  # an engine whose Python this machine lacks cannot be installed here: an outside reason, said so
+        try:
+            interpreter(s)
+        except EngineError as exc:
+            pytest.skip(str(exc))
     missing = [s.name for s in specs if python_for(s) is None]
     if missing and os.environ.get("OFUZZ_REQUIRE_ENGINES"):
         pytest.fail(f"engines not installed: {missing} (run `ofuzz engines --install all`)")
@@ -140,6 +148,37 @@ def test_tensorflow_default_layout_mode_runs_nchw_models(tmp_path):
                           [helper.make_tensor_value_info("x", 1, [1, 3, 6, 5])], [helper.make_tensor_value_info("y", 1, [1, 4, 6, 5])], [w])
     j = _judge_on(tmp_path, g, ["onnxruntime", "tensorflow-nhwc", "reference"], {"x": np.random.default_rng(1).uniform(-1, 1, (1, 3, 6, 5)).astype(np.float32)})
     assert j.verdict.results["tensorflow-nhwc"].status == "DCP", j.verdict.results["tensorflow-nhwc"].outcome
+
+
+def test_onnx2tf_current_release_converts_with_flatbuffer_direct_in_both_layout_modes(tmp_path):
+    """onnx2tf 2.x (Python 3.12, its own environment) writes the TFLite flatbuffer itself and LiteRT runs it: a plain
+    Conv+Relu agrees with onnxruntime in the keep-shape mode and in onnx2tf's default NHWC mode (whose channel-last
+    output is transposed back), and the version names the release and its backend."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(0).uniform(-1, 1, (4, 3, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], name="n0_Conv", pads=[1, 1, 1, 1]),
+                           helper.make_node("Relu", ["c"], ["y"], name="n1_Relu")], "g",
+                          [helper.make_tensor_value_info("x", 1, [1, 3, 6, 5])], [helper.make_tensor_value_info("y", 1, [1, 4, 6, 5])], [w])
+    j = _judge_on(tmp_path, g, ["onnxruntime", "onnx2tf", "onnx2tf-nhwc", "reference"],
+                  {"x": np.random.default_rng(1).uniform(-1, 1, (1, 3, 6, 5)).astype(np.float32)})
+    for mode in ("onnx2tf", "onnx2tf-nhwc"):
+        assert j.verdict.results[mode].status == "DCP", (mode, j.verdict.results[mode].outcome)
+
+
+def test_an_engine_whose_python_is_missing_says_which_and_how_to_get_it():
+    """engine.yaml may name the Python an engine needs (onnx2tf >= 2.0: 3.12); a machine without it gets one line
+    naming the version and how to install it, not a failed venv command."""
+    import dataclasses
+
+    from ofuzz.exec.engines.envs import interpreter
+    from ofuzz.exec.engines.registry import EngineError
+
+    (spec,) = resolve(["onnx2tf"])
+    assert spec.python == "3.12"
+    with pytest.raises(EngineError, match=r"engine onnx2tf needs Python 2\.1, which is not on this machine: install it .*pyenv install 2\.1"):
+        interpreter(dataclasses.replace(spec, python="2.1"))
 
 
 def test_tensorflow_default_layout_mode_feeds_an_input_whose_layouts_look_alike(tmp_path):

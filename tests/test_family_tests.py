@@ -43,6 +43,27 @@ def test_binary_chain_computes_the_same_function():
     assert apply("binary_chain", one_node("Sum", 2, [2]), {}, frozenset({"Sum"})) is None  # two inputs: nothing to take away
 
 
+def test_broadcast_inputs_writes_the_operands_out_at_the_output_shape():
+    """MNN's N-ary family blames broadcasting: its test writes every operand out at the output's shape (same function,
+    nothing left to broadcast); operands of one shape already have nothing to take away (hand triage 23: a 3-input Max
+    dropping a NaN without broadcasting is another mistake, which a binary chain had 'fixed')."""
+    import onnxruntime as ort
+
+    g = helper.make_graph([helper.make_node("Max", ["x0", "x1", "c"], ["y"], name="n0_Max")], "g",
+                          [helper.make_tensor_value_info("x0", F, [2, 3]), helper.make_tensor_value_info("x1", F, [1, 3])],
+                          [helper.make_tensor_value_info("y", F, [2, 3])], [onnx.numpy_helper.from_array(np.array([0.5], np.float32), "c")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    rng = np.random.default_rng(0)
+    feeds = {"x0": rng.uniform(-1, 1, (2, 3)).astype(np.float32), "x1": rng.uniform(-1, 1, (1, 3)).astype(np.float32)}
+    full, f = apply("broadcast_inputs", m, feeds, frozenset({"Max"}))
+    onnx.checker.check_model(full, full_check=True)
+    assert f["x1"].shape == (2, 3) and onnx.numpy_helper.to_array(full.graph.initializer[0]).shape == (2, 3)
+    run = lambda mm, ff: ort.InferenceSession(mm.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, ff)[0]  # noqa: E731
+    np.testing.assert_array_equal(run(full, f), run(m, feeds))
+    same = {f"x{i}": np.zeros((2, 3), np.float32) for i in range(3)}
+    assert apply("broadcast_inputs", one_node("Max", 3, [2, 3]), same, frozenset({"Max"})) is None
+
+
 def test_pad_rewrites_keep_a_valid_pool_and_spell_out_same_padding():
     m = one_node("AveragePool", 1, [1, 1, 5, 5], kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_UPPER")
     feeds = {"x0": np.zeros((1, 1, 5, 5), np.float32)}
@@ -96,6 +117,22 @@ def test_a_family_holds_a_finding_only_when_its_rewrite_makes_the_engine_right(t
         assert judge_in_memory(pool, m, feeds, policy=policy).findings  # the repro shows a finding at all
         got = run_family_test(pool, m, feeds, "testdouble", policy, "DCF", key, None)
     assert got == {"family": "td-nary", "rewrite": {"binary_chain": None}, "fixed": fixed}, got
+
+
+def test_a_repro_two_families_could_hold_joins_the_one_whose_test_fixes_it(tmp_path):
+    """One lowering, two mistakes (MNN's N-ary Min/Max: broadcasting, and a NaN dropped): each hypothesis has its own
+    test, tried in file order; the TEST DOUBLE's fault needs 3+ inputs and no broadcasting, so the broadcast family's
+    test has nothing to take away and the N-ary one's chain fixes it."""
+    spec = dataclasses.replace(resolve(["testdouble"])[0], options={"faults": {"Sum": "run:wrong?inputs=3"}})
+    first = Family("td-broadcast", ("testdouble",), ("Sum",), "test double: broadcasting", 3, test_rewrite="broadcast_inputs")
+    second = Family("td-nary", ("testdouble",), ("Sum",), "test double: an N-ary path", 3, test_rewrite="binary_chain")
+    policy = Policy(NoiseClasses(family_rules=(first, second)), Policy.default().tolerances)
+    m = one_node("Sum", 3, [2, 3])
+    feeds = {f"x{i}": np.full((2, 3), i + 1.0, np.float32) for i in range(3)}
+    with EnginePool([spec, *resolve(["onnxruntime", "reference"])], tmp_path / "pool") as pool:
+        pool.start()
+        got = run_family_test(pool, m, feeds, "testdouble", policy, "DCF", RootKey("testdouble", "DCF", "value", ("Sum",), (), ()), None)
+    assert got == {"family": "td-nary", "rewrite": {"binary_chain": None}, "fixed": True}, got
 
 
 @pytest.mark.parametrize("test, joins", [({"fixed": True}, True), ({"fixed": False}, False), (None, False)])

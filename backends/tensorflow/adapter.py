@@ -16,52 +16,11 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 import shutil
 import sys
 
 import numpy as np
-
-
-def _failed_node(exc: BaseException) -> str | None:
-    """The ONNX node onnx2tf was converting when it raised: the deepest frame holding its `graph_node`."""
-    name, tb = None, exc.__traceback__
-    while tb is not None:
-        node = tb.tb_frame.f_locals.get("graph_node")
-        if isinstance(getattr(node, "name", None), str) and node.name:
-            name = re.sub("^wa/", "/", node.name)  # onnx2tf's own renaming of names that start with '/'
-        tb = tb.tb_next
-    return name
-
-
-def _where(exc: BaseException) -> str:
-    """The onnx2tf source line the failure came from, and its function (its deepest frame inside onnx2tf:
-    "ops/Max.py:86:make_node"). A converter maintainer's unit of a defect is that line: two operators failing in one
-    shared helper are one defect, and one handler failing with two messages at one line is one too."""
-    where, tb = "", exc.__traceback__
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        path = code.co_filename.replace(os.sep, "/")
-        if "/onnx2tf/" in path:
-            where = f"{path.rsplit('/onnx2tf/', 1)[1]}:{tb.tb_lineno}:{code.co_name}"
-        tb = tb.tb_next
-    return where
-
-
-def _name_failed_nodes(raised: BaseException, *failures: BaseException) -> None:
-    """Tell ofuzz which nodes each conversion mode failed on (the worker forwards `failed_nodes`): the message names
-    a TensorFlow layer, not the ONNX node, and a model both modes fail on may fail at a different node in each.
-    Also where in onnx2tf the reported failure happened (`where`)."""
-    nodes: list[str] = []
-    for exc in failures:
-        n = _failed_node(exc)
-        if n and n not in nodes:
-            nodes.append(n)
-    try:
-        raised.failed_nodes = nodes  # type: ignore[attr-defined]
-        raised.where = _where(raised)  # type: ignore[attr-defined]
-    except (AttributeError, TypeError):
-        pass
+from onnx2tf_io import channel_last_inputs, name_failed_nodes, name_layer_node, restore_layout, to_channel_last
 
 
 class TensorFlowEngine:
@@ -109,7 +68,7 @@ class TensorFlowEngine:
             self.km = self._convert(private, workdir, layout)
         except Exception as first:
             if not layout:
-                _name_failed_nodes(first, first)
+                name_failed_nodes(first, first)
                 raise
             shutil.copyfile(model_path, private)  # onnx2tf rewrote it
             shutil.rmtree(os.path.join(workdir, "tf"), ignore_errors=True)
@@ -117,7 +76,7 @@ class TensorFlowEngine:
             try:
                 self.km = self._convert(private, workdir, {})
             except BaseException as second:
-                _name_failed_nodes(second, first, second)
+                name_failed_nodes(second, first, second)
                 raise
         self.channel_last = self._channel_last_inputs()
         if self.tflite:
@@ -137,43 +96,14 @@ class TensorFlowEngine:
         """Inputs the default-mode model takes as the channel-last permutation of their ONNX shape."""
         if self.mode != "default" or self.km is None:
             return set()
-        out, kept, ambiguous = set(), 0, []
-        for name, t in zip(self.inputs, getattr(self.km, "inputs", []) or []):
-            want = self.onnx_inputs.get(name, ())
-            got = tuple(int(d) if d is not None else -1 for d in t.shape)
-            if not 3 <= len(want) <= 5:
-                continue
-            if len(set(want[1:])) == 1 and want[1] > 1:
-                ambiguous.append(name)  # [1,2,2,2]: both layouts have this shape
-            elif got != want and got == tuple(want[p] for p in (0, *range(2, len(want)), 1)):
-                out.add(name)
-            elif got == want:
-                kept += 1
-        if ambiguous and not kept:  # onnx2tf's default turns every 3-5-D input channel-last; unless it visibly did not
-            out.update(ambiguous)
-        return out
+        got = [tuple(int(d) if d is not None else -1 for d in t.shape) for t in getattr(self.km, "inputs", []) or []]
+        return channel_last_inputs(self.inputs, self.onnx_inputs, got)
 
     def _feed(self, name: str, x: np.ndarray) -> np.ndarray:
-        if name in self.channel_last:
-            return np.transpose(x, (0, *range(2, x.ndim), 1))
-        return x
+        return to_channel_last(x) if name in self.channel_last else x
 
     def _restore_layout(self, ys: list[np.ndarray]) -> list[np.ndarray]:
-        """Undo onnx2tf's NCHW→NHWC on an output whose shape shows it unambiguously.
-
-        An output whose shape is the channel-last permutation of its ONNX shape
-        (and not the ONNX shape itself) is transposed back; anything else is
-        returned as TensorFlow produced it, for the oracle to judge.
-        """
-        out = []
-        for y, want in zip(ys, self.onnx_shapes + [None] * len(ys)):
-            y = np.asarray(y)
-            if want is not None and 3 <= y.ndim <= 5 and y.shape != want:
-                perm = (0, *range(2, y.ndim), 1)  # NCHW -> NHWC
-                if y.shape == tuple(want[p] for p in perm):
-                    y = np.transpose(y, np.argsort(perm))
-            out.append(y)
-        return out
+        return restore_layout(ys, self.onnx_shapes)
 
     def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         try:
@@ -183,17 +113,7 @@ class TensorFlowEngine:
             raise
 
     def _name_layer_node(self, exc: BaseException) -> None:
-        """At run time TensorFlow names the Keras layer that failed, and onnx2tf names a layer after the ONNX tensor it
-        computes ("calling layer 't31_Greater'"): the node with that output is where it failed, which lets the
-        fuzzer's reducer cut to that node's cone instead of searching the whole model (a third of the export's
-        reduction time went to such searches)."""
-        m = re.search(r"calling layer ['\"]([^'\"]+)['\"]", str(exc))
-        node = self.node_of_output.get(m.group(1)) if m else None
-        if node:
-            try:
-                exc.failed_nodes = [node]  # type: ignore[attr-defined]
-            except (AttributeError, TypeError):
-                pass
+        name_layer_node(exc, self.node_of_output)
 
     def _run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         if not self.tflite:

@@ -111,6 +111,40 @@ def binary_chain(model: onnx.ModelProto, feeds: Feeds, ops: frozenset[str], args
     return model, feeds
 
 
+@rewrite("broadcast_inputs")
+def broadcast_inputs(model: onnx.ModelProto, feeds: Feeds, ops: frozenset[str], args: Any) -> tuple[onnx.ModelProto, Feeds] | None:
+    """The operands of an elementwise node broadcast to its output shape beforehand (the graph inputs and initializers
+    it reads, written out at full shape): the same values with no broadcasting left for the engine to do. None when
+    the operands already share one shape, or one of them is computed in the graph (nothing to write out)."""
+    inits = {t.name: t for t in model.graph.initializer}
+    declared = {vi.name: vi for vi in model.graph.input}
+    changed = False
+    for node in _nodes(model, ops):
+        names = [i for i in node.input if i]
+        if not names or any(i not in feeds and i not in inits for i in names):
+            continue
+        values = {i: feeds[i] if i in feeds else numpy_helper.to_array(inits[i]) for i in names}
+        try:
+            target = np.broadcast_shapes(*(v.shape for v in values.values()))
+        except ValueError:
+            continue
+        for name, v in values.items():
+            if v.shape == target:
+                continue
+            full = np.ascontiguousarray(np.broadcast_to(v, target))
+            changed = True
+            if name in feeds:
+                feeds[name] = full
+                if name in declared:
+                    dims = declared[name].type.tensor_type.shape
+                    del dims.dim[:]
+                    for d in target:
+                        dims.dim.add().dim_value = d
+            else:
+                inits[name].CopyFrom(numpy_helper.from_array(full, name))
+    return (model, feeds) if changed else None
+
+
 def _dtype_of(model: onnx.ModelProto, feeds: Feeds, name: str) -> np.dtype:
     if name in feeds:
         return feeds[name].dtype

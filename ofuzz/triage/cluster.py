@@ -20,7 +20,7 @@ from ofuzz.judge.signature import Signature, finding_id
 from ofuzz.judge.judging import Policy
 from ofuzz.triage.merge_rules import FAMILY, run_merge_rules
 from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of
-from ofuzz.triage.family_test import family_for
+from ofuzz.triage.family_test import families_for
 from ofuzz.triage.record import FindingRecord
 from ofuzz.triage.repro_facts import ReproFacts
 
@@ -169,14 +169,13 @@ def _family(key: RootKey, facts: ReproFacts | None, nodes: int, noise: NoiseClas
     operators and failure alone (said so on the member)."""
     if noise is None or nodes != 1 or not noise.family_rules or facts is None:
         return None
-    fam = family_for(noise, key, facts.one_node, version)
-    if fam is None:
-        return None
-    if not fam.test_rewrite:
-        return fam, f"family {fam.name} (untested: by operator and failure alone) of {_key_text(key)}"
-    if test.get("family") != fam.name or not test.get("fixed"):
-        return None  # its test did not run here, or the engine is still wrong without the trigger: another defect
-    return fam, f"family {fam.name} of {_key_text(key)}: with {json.dumps(test['rewrite'])}, {key.engine} ran its repro right"
+    candidates = families_for(noise, key, facts.one_node, version)
+    passed = next((f for f in candidates if f.test_rewrite and f.name == test.get("family") and test.get("fixed")), None)
+    if passed is not None:
+        return passed, f"family {passed.name} of {_key_text(key)}: with {json.dumps(test['rewrite'])}, {key.engine} ran its repro right"
+    if candidates and not candidates[0].test_rewrite:
+        return candidates[0], f"family {candidates[0].name} (untested: by operator and failure alone) of {_key_text(key)}"
+    return None  # no test ran here, or the engine is still wrong without the trigger: another defect
 
 
 def _unknown_shape_rule(key: RootKey, facts: ReproFacts | None, noise: NoiseClasses | None) -> UnknownShapeRule | None:

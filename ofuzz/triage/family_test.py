@@ -20,21 +20,32 @@ from ofuzz.core.vocab import DCF, DCP
 from ofuzz.triage.triggers import gone_in, rewrite_verdict
 
 
-def family_for(noise: NoiseClasses | None, key: RootKey, node: OneNode | None, version: str | None) -> Family | None:
-    """The engine's operator family of a one-node repro (its operator, input count, failure, first input's rank and
-    type, attributes: `repro_facts.OneNode`), for the engine version the repro ran on; None for any other repro."""
+def families_for(noise: NoiseClasses | None, key: RootKey, node: OneNode | None, version: str | None) -> list[Family]:
+    """The engine's operator families a one-node repro could belong to (its operator, input count, failure, first input's
+    rank and type, attributes: `repro_facts.OneNode`), for the engine version the repro ran on, in file order."""
     if noise is None or node is None or len(key.ops) != 1 or key.failure == UPSTREAM or not noise.family_rules:
-        return None
-    return noise.family(key.engine, node.op, node.inputs, key.failure, node.rank, node.attrs, node.dtype, version)
+        return []
+    return noise.families(key.engine, node.op, node.inputs, key.failure, node.rank, node.attrs, node.dtype, version)
 
 
 def run_family_test(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, status: str,
-                  key: RootKey, version: str | None) -> dict[str, Any] | None:
-    """The record of the family test on this reduced repro: the family, the rewrite and whether the engine is right
-    after it (`fixed`); None when no family with a test holds for the repro."""
-    fam = family_for(policy.noise, key, facts_of(model).one_node, version)
-    if fam is None or not fam.test_rewrite:
-        return None
+                    key: RootKey, version: str | None) -> dict[str, Any] | None:
+    """The record of the family test on this reduced repro: the first family whose rewrite makes the engine right
+    (`fixed`), else the first tested family's record (why it is no answer); None when no family with a test holds."""
+    first: dict[str, Any] | None = None
+    for fam in families_for(policy.noise, key, facts_of(model).one_node, version):
+        if not fam.test_rewrite:
+            continue
+        record = _tested(pool, model, feeds, engine, policy, status, key, fam)
+        if record["fixed"]:
+            return record
+        first = first or record
+    return first
+
+
+def _tested(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, status: str,
+            key: RootKey, fam: Family) -> dict[str, Any]:
+    """One family's test on the repro: its rewrite applied, the engine judged once."""
     args = json.loads(fam.test_args)
     record: dict[str, Any] = {"family": fam.name, "rewrite": {fam.test_rewrite: args}}
     got = apply(fam.test_rewrite, model, feeds, frozenset(fam.ops), args)

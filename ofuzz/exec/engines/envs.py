@@ -6,13 +6,14 @@ and two pinned copies of a backend are two engines a campaign can compare.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Callable
 
-from ofuzz.exec.engines.registry import EngineSpec, cache_dir, core_python
+from ofuzz.exec.engines.registry import EngineError, EngineSpec, cache_dir, core_python
 
 
 def env_path(spec: EngineSpec) -> Path:
@@ -46,7 +47,7 @@ def install(spec: EngineSpec, echo: Callable[[str], None] = print) -> str:
     p.parent.mkdir(parents=True, exist_ok=True)
     if spec.env_kind == "arm64":
         return _install_arm64(spec, p, echo)
-    base = getattr(sys, "_base_executable", sys.executable)
+    base = interpreter(spec)
     echo(f"creating {p}")
     subprocess.run([base, "-m", "venv", str(p)], check=True)
     py = str(p / "bin" / "python")
@@ -63,6 +64,24 @@ def install(spec: EngineSpec, echo: Callable[[str], None] = print) -> str:
         raise RuntimeError(f"pip install -r {spec.env} failed (exit {proc.returncode}); see the lines above")
     (p / ".ready").write_text(spec.env_id + "\n")
     return py
+
+
+def interpreter(spec: EngineSpec) -> str:
+    """The Python an engine's venv is made from: the one ofuzz runs on, or the version its engine.yaml names, found on
+    PATH (python3.12) or under pyenv's versions; a clear error naming the version and how to get it otherwise."""
+    if not spec.python:
+        return getattr(sys, "_base_executable", sys.executable)
+    ver = spec.python
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == ver:
+        return getattr(sys, "_base_executable", sys.executable)
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    for cand in sorted(pyenv_root.glob(f"versions/{ver}*/bin/python{ver}"), reverse=True):
+        return str(cand)
+    found = shutil.which(f"python{ver}")
+    if found and "/shims/" not in found:  # a pyenv shim answers only when that version is selected
+        return found
+    raise EngineError(f"engine {spec.name} needs Python {ver}, which is not on this machine: install it (`pyenv install {ver}` "
+                      f"or `apt install python{ver} python{ver}-venv`), then `ofuzz engines --install {spec.name}`")
 
 
 def _install_arm64(spec: EngineSpec, p: Path, echo: Callable[[str], None]) -> str:

@@ -85,6 +85,7 @@ class EngineSpec:
     # for a majority it is in and whose intermediate values feed localisation and reduction
     cost: int = DEFAULT_COST
     spec_close: bool = False
+    python: str = ""  # the Python its environment needs ("3.12"; empty: the one ofuzz runs on)
 
     def for_campaign(self) -> "EngineSpec":
         """This spec with the campaign's step limit as its timeout (unchanged when it has none)."""
@@ -135,6 +136,7 @@ def _spec_from(raw: dict[str, Any], base: Path, src: str) -> EngineSpec:
         layout_from_shape=bool(raw.get("layout_from_shape", False)),
         campaign_timeout=float(raw.get("campaign_timeout", 0)),
         cost=int(raw.get("cost", DEFAULT_COST)), spec_close=bool(raw.get("spec_close", False)),
+        python=str(raw.get("python", "") or ""),
     )
 
 

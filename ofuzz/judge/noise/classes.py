@@ -38,7 +38,13 @@ class NoiseClasses:
         """The engine's operator family a reduced one-node repro belongs to (see backends/<engine>/triage.yaml); `rank` is its
         first input's rank and `dtype` its type (int32, float32 ...), None when unknown (then a family limited to some
         ranks or types does not hold); `attrs` the node's attributes (name -> value). The first family that holds wins."""
-        return next((f for f in self.family_rules if f.holds(engine, op, n_inputs, failure, rank, attrs, dtype, version)), None)
+        return next(iter(self.families(engine, op, n_inputs, failure, rank, attrs, dtype, version)), None)
+
+    def families(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None,
+                 attrs: dict[str, Any] | None = None, dtype: str | None = None, version: str | None = None) -> list[Family]:
+        """Every family that holds, in file order: one lowering can have two mistakes (MNN's N-ary Min/Max broadcasts
+        wrong and drops NaN), two hypotheses each with its own test."""
+        return [f for f in self.family_rules if f.holds(engine, op, n_inputs, failure, rank, attrs, dtype, version)]
 
     def by_design(self, engine: str, op: str, divergence: str) -> Gap | None:
         """The documented design choice of an engine that a wrong output of this operator shows (onnx2tf's

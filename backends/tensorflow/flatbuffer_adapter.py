@@ -1,0 +1,84 @@
+"""onnx2tf 2.x with its `flatbuffer_direct` backend (its default since 2.4.0) and the LiteRT interpreter.
+
+onnx2tf's users have moved to this path: it writes the TFLite flatbuffer itself, without TensorFlow, and its maintainer
+asks for ONNX models that break it. Needs Python >= 3.12 (engine.yaml says so). Traps handled here: `convert()`
+rewrites the file it is given (a private copy is converted); when its lowering fails it may silently fall back to
+custom-op lowering and write a .tflite with `ONNX_*` custom ops that LiteRT cannot prepare: the interpreter is built in
+`prepare`, so that is a conversion failure (MCF), not a run-time one. Two layout modes as for onnx2tf 1.x: the
+inputs kept in ONNX layout (`keep_shape_absolutely_input_names`) or onnx2tf's default NCHW→NHWC, which its users run;
+outputs that come back channel-last are transposed back where the shape shows it unambiguously (onnx2tf_io).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+
+import numpy as np
+from onnx2tf_io import channel_last_inputs, name_failed_nodes, restore_layout, to_channel_last
+
+
+class FlatbufferEngine:
+
+    def __init__(self, input_layout: str = "absolute") -> None:
+        os.environ.setdefault("TQDM_DISABLE", "1")  # its progress bars would flood the worker's log
+        import onnx2tf
+        from ai_edge_litert.interpreter import Interpreter
+
+        self.onnx2tf, self.Interpreter, self.input_layout = onnx2tf, Interpreter, input_layout
+
+    def version(self) -> str:
+        import ai_edge_litert
+
+        return f"onnx2tf {self.onnx2tf.__version__} (flatbuffer_direct), ai-edge-litert {getattr(ai_edge_litert, '__version__', '?')}"
+
+    def prepare(self, model_path: str, workdir: str, inputs: list[str], outputs: list[str]) -> None:
+        import onnx
+
+        model = onnx.load(model_path)
+        self.inputs, self.outputs = inputs, outputs
+        self.onnx_shapes = [tuple(d.dim_value for d in o.type.tensor_type.shape.dim) for o in model.graph.output]
+        self.onnx_inputs = {i.name: tuple(d.dim_value for d in i.type.tensor_type.shape.dim) for i in model.graph.input}
+        layout = {"keep_shape_absolutely_input_names": list(inputs)} if inputs and self.input_layout == "absolute" else {}
+        private, folder = os.path.join(workdir, "model.onnx"), os.path.join(workdir, "tflite")
+        shutil.copyfile(model_path, private)
+        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            self.onnx2tf.convert(input_onnx_file_path=private, output_folder_path=folder, tflite_backend="flatbuffer_direct",
+                                 not_use_onnxsim=True, non_verbose=True, verbosity="error", **layout)
+        except BaseException as exc:
+            name_failed_nodes(exc, exc)
+            raise
+        found = sorted(glob.glob(os.path.join(folder, "*_float32.tflite")))
+        if not found:
+            raise RuntimeError("onnx2tf wrote no *_float32.tflite")
+        self.interp = self.Interpreter(model_path=found[0])  # custom ONNX_* ops of a fallback lowering fail here
+        self.interp.allocate_tensors()
+        details = self.interp.get_input_details()
+        self.input_index = {n: self._detail_for(n, i, details) for i, n in enumerate(inputs)}
+        got = [tuple(int(v) for v in self.input_index[n]["shape"]) for n in inputs]
+        self.channel_last = channel_last_inputs(inputs, self.onnx_inputs, got) if not layout else set()
+
+    def _detail_for(self, name: str, i: int, details: list[dict]) -> dict:
+        """The interpreter input of ONNX input `name`: by name (onnx2tf keeps it, sanitised), else by position."""
+        return next((d for d in details if d["name"] == name), None) or \
+            next((d for d in details if name in d["name"]), details[i] if i < len(details) else details[-1])
+
+    def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        for name in self.inputs:
+            d = self.input_index[name]
+            x = np.asarray(feeds[name])
+            x = to_channel_last(x) if name in self.channel_last else x
+            if tuple(d["shape"]) != x.shape:
+                self.interp.resize_tensor_input(d["index"], list(x.shape))
+                self.interp.allocate_tensors()
+            self.interp.set_tensor(d["index"], x.astype(d["dtype"]))
+        self.interp.invoke()
+        outs = self.interp.get_output_details()
+        by_name = {}
+        for d in outs:
+            name = next((n for n in self.outputs if d["name"] == n), None) or next((n for n in self.outputs if n in d["name"]), None)
+            by_name[name or d["name"]] = self.interp.get_tensor(d["index"])
+        if all(n in by_name for n in self.outputs):
+            return restore_layout([by_name[n] for n in self.outputs], self.onnx_shapes)
+        return restore_layout([self.interp.get_tensor(d["index"]) for d in outs], self.onnx_shapes)
