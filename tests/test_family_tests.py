@@ -154,3 +154,26 @@ def test_the_clustering_joins_a_tested_family_only_on_its_passed_test(tmp_path, 
     assert (rc["key"]["failure"] == "mnn-nary-eltwise") == joins, rc["key"]
     if joins:
         assert "ran its repro right" in rc["members"][0]["joined_by"]
+
+
+def test_a_slice_over_several_axes_spelled_out_computes_the_same_function():
+    """The shorthand test for Slice: one Slice per axis (negative steps and negative starts included) is the same
+    function as the multi-axis Slice it replaces."""
+    import onnxruntime as ort
+
+    from ofuzz.core.prose_defaults import slices_spelled_out
+
+    consts = [onnx.numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+              (("s", [0, -1, 1]), ("e", [2, -5, 4]), ("ax", [0, 2, 3]), ("st", [1, -1, 2]))]
+    g = helper.make_graph([helper.make_node("Slice", ["x", "s", "e", "ax", "st"], ["y"], name="n0_Slice")], "g",
+                          [helper.make_tensor_value_info("x", F, [3, 2, 6, 5])], [helper.make_tensor_value_info("y", F, None)], consts)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    out, wrote = slices_spelled_out(m)
+    assert wrote == ["Slice.axes"] and len(out.graph.node) == 3 and all(len(n.input) == 5 for n in out.graph.node)
+    x = {"x": np.random.default_rng(0).uniform(-1, 1, (3, 2, 6, 5)).astype(np.float32)}
+    run = lambda mm: ort.InferenceSession(mm.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]  # noqa: E731
+    np.testing.assert_array_equal(run(out), run(m))
+    one = helper.make_graph([helper.make_node("Slice", ["x", "s1", "e1"], ["y"])], "g", [helper.make_tensor_value_info("x", F, [4])],
+                            [helper.make_tensor_value_info("y", F, None)],
+                            [onnx.numpy_helper.from_array(np.array([1], np.int64), "s1"), onnx.numpy_helper.from_array(np.array([3], np.int64), "e1")])
+    assert slices_spelled_out(helper.make_model(one))[1] == []  # one axis: nothing to spell out

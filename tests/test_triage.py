@@ -1185,6 +1185,53 @@ def test_a_wrong_shape_that_a_default_written_out_fixes_is_keyed_by_it_and_the_v
     assert behind["key"]["failure"] == "mnn-exp-kernel" and "ran its repro right" in behind["members"][0]["joined_by"], behind
 
 
+def test_a_slice_over_several_axes_spelled_out_one_axis_at_a_time_is_a_shown_trigger_in_both_modes(tmp_path):
+    """Real onnx2tf 1.29.24 (hand triage 23 #21/#26): a Slice over axes [1,2,3] whose axes it moves to NHWC while its
+    starts/ends stay in place gives wrong values after a Conv in the keep-shape mode and makes a consumer fail in the
+    default mode. As one Slice per axis (the same function) both are right: keyed by that shorthand, and the converter's
+    two modes join as one root cause (`shown-trigger`), the campaign having converted both as `tensorflow`."""
+    import json
+
+    from onnx import numpy_helper
+
+    from ofuzz.core.prose_defaults import slices_spelled_out
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.cluster import cluster
+    from ofuzz.triage.pipeline import export
+    from ofuzz.triage.rootcause import SPELLED_OUT
+
+    B, rng = onnx.TensorProto.BOOL, np.random.default_rng(0)
+    cut = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("s", [0, 0, 0]), ("ax", [1, 2, 3]))]
+    xor = helper.make_graph([helper.make_node("Slice", ["a", "s", "e", "ax"], ["t"], name="n0_Slice"), helper.make_node("Xor", ["t", "b"], ["y"], name="n1_Xor")],
+                            "g", [helper.make_tensor_value_info("a", B, [1, 1, 17, 22]), helper.make_tensor_value_info("b", B, [1, 1, 16, 21])],
+                            [helper.make_tensor_value_info("y", B, [1, 1, 16, 21])], [*cut, numpy_helper.from_array(np.array([4, 16, 21], np.int64), "e")])
+    w = numpy_helper.from_array(rng.uniform(-1, 1, (6, 1, 5, 5)).astype(np.float32), "W")
+    conv = helper.make_graph([helper.make_node("Conv", ["x", "W"], ["c"], name="n0_Conv", group=2, pads=[5, 3, 5, 3]),
+                              helper.make_node("Slice", ["c", "s", "e", "ax"], ["y"], name="n1_Slice")], "g",
+                             [helper.make_tensor_value_info("x", F, [1, 2, 1, 5])], [helper.make_tensor_value_info("y", F, [1, 2, 7, 3])],
+                             [w, *cut, numpy_helper.from_array(np.array([2, 7, 3], np.int64), "e")])
+    cases = [("tensorflow-nhwc", xor, {"a": rng.random((1, 1, 17, 22)) > 0.5, "b": rng.random((1, 1, 16, 21)) > 0.5}),
+             ("tensorflow", conv, {"x": rng.uniform(-1, 1, (1, 2, 1, 5)).astype(np.float32)})]
+    rows = []
+    for engine, g, feeds in cases:
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+        assert len(slices_spelled_out(model)[0].graph.node) == len(model.graph.node) + 2
+        path = tmp_path / f"{engine}.onnx"
+        onnx.save(model, str(path))
+        with started_pool(tmp_path / engine, ["onnxruntime", "reference", engine], engine) as (specs, pool):
+            row = {**one_finding_row(pool, path, feeds, "MCF" if engine.endswith("nhwc") else "DCF"), "first_model": engine}
+            out = tmp_path / "c" / "repros" / finding_id(row["signature"])
+            export({s.name: s for s in specs}, row, path, feeds, out, reduce_budget=30, pool=pool, policy=Policy.default())
+        info = json.loads((out / "finding.json").read_text())
+        assert info["trigger"] == {"spelled_out": ["Slice.axes"]}, info.get("trigger")
+        if engine.endswith("nhwc"):  # as the campaign's `tensorflow` failure moved to the mode its users run
+            (out / "finding.json").write_text(json.dumps({**info, "campaign_engine": "tensorflow"}))
+        rows.append(row)
+    (root,) = cluster(tmp_path / "c", rows)["root_causes"]
+    assert root["key"]["message"] == SPELLED_OUT and list(root["key"]["attrs"]) == ["Slice.axes spelled out"] and root["held"] == ["Slice"]
+    assert [e["rule"] for e in root["evidence"]] == ["shown-trigger"], root.get("evidence")
+
+
 def test_a_nan_result_that_depends_on_operand_order_is_a_bug_not_the_nan_policy(tmp_path):
     """Max(a, NaN) is what the NaN policy (onnx/onnx#6003) leaves open, but Max is commutative: an engine whose
     Max(a, NaN) differs from its Max(NaN, a) is wrong under any policy. The TEST DOUBLE's `nanorder` returns the first

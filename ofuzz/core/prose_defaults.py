@@ -149,3 +149,56 @@ def schema_defaults_written_out(model: onnx.ModelProto, only: set[str] | None = 
             node.attribute.append(attr)
             wrote.append(f"{node.op_type}.{name}")
     return out, sorted(set(wrote))
+
+
+def slices_spelled_out(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
+    """A copy with every Slice over several axes (constant starts, ends, axes, steps) replaced by a chain of one-axis
+    Slices, and what was replaced ("Slice.axes"). The same shorthand test as auto_pad: a multi-axis Slice means exactly
+    the chain, so an engine right on the chain mishandles the shorthand (hand triage 23: onnx2tf moves `axes` to NHWC
+    and leaves starts/ends in place, Slice.py:188, seen as a wrong value in one mode and a consumer's failure in the
+    other)."""
+    from onnx import numpy_helper
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    wrote, nodes = [], []
+    for node in out.graph.node:
+        parts = _slice_parts(node, inits)
+        if parts is None:
+            nodes.append(node)
+            continue
+        src = node.input[0]
+        for k, (start, end, axis, step) in enumerate(parts):
+            names = [f"{node.output[0]}__one_axis{k}_{w}" for w in ("starts", "ends", "axes", "steps")]
+            for name, v in zip(names, (start, end, axis, step)):
+                out.graph.initializer.append(numpy_helper.from_array(v.reshape(1), name))
+            dst = node.output[0] if k == len(parts) - 1 else f"{node.output[0]}__one_axis{k}"
+            nodes.append(helper.make_node("Slice", [src, *names], [dst], name=f"{node.name}__one_axis{k}"))
+            src = dst
+        wrote.append("Slice.axes")
+    if not wrote:
+        return out, []
+    del out.graph.node[:]
+    out.graph.node.extend(nodes)
+    return out, sorted(set(wrote))
+
+
+def _slice_parts(node: onnx.NodeProto, inits: dict) -> list | None:
+    """(start, end, axis, step) per axis of a Slice-10+ node over two or more axes whose slice inputs are constants; None
+    for any other node."""
+    import numpy as np
+
+    if node.op_type != "Slice" or node.domain not in ("", "ai.onnx") or len(node.input) < 3:
+        return None
+    given = [node.input[i] if i < len(node.input) else "" for i in range(1, 5)]
+    if any(g and g not in inits for g in given) or not given[0] or not given[1]:
+        return None
+    starts, ends = inits[given[0]].reshape(-1), inits[given[1]].reshape(-1)
+    if len(starts) < 2 or len(ends) != len(starts):
+        return None
+    axes = inits[given[2]].reshape(-1) if given[2] else np.arange(len(starts), dtype=starts.dtype)
+    steps = inits[given[3]].reshape(-1) if given[3] else np.ones(len(starts), dtype=starts.dtype)
+    if len(axes) != len(starts) or len(steps) != len(starts):
+        return None
+    return [(starts[i:i + 1], ends[i:i + 1], axes[i:i + 1].astype(starts.dtype), steps[i:i + 1].astype(starts.dtype)) for i in range(len(starts))]

@@ -31,7 +31,7 @@ from ofuzz.store.campaign_dir import FINDING
 from ofuzz.core.vocab import IF, MCF
 from ofuzz.core import onnx_guard
 from ofuzz.core.npz import load_npz
-from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, written_out
+from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
 from ofuzz.core.vocab import BUG, DCF, DCP, SPLIT, UNCONFIRMED, UNDEFINED
 from ofuzz.exec.engines.client import STEP_LIMIT
 from ofuzz.exec.engines.registry import EngineSpec
@@ -48,7 +48,8 @@ from ofuzz.triage.rootcause import (RootKey, crash_like, failure_of, key_of, omi
                                     upstream_of)
 from ofuzz.triage.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.triage.repro_facts import facts_of
-from ofuzz.triage.triggers import _all_but_voters, auto_pad_trigger, omitted_defaults_trigger, schema_defaults_trigger
+from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, omitted_defaults_trigger, schema_defaults_trigger,
+                                   slice_axes_trigger)
 from ofuzz.triage.undefined_path import undefined_on_the_way
 from ofuzz.triage.witness import without, witnesses
 
@@ -292,7 +293,8 @@ def _triggered_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.M
         if wrote:  # written out at their schema defaults, the engine agrees: it has the default wrong
             info["trigger"] = {"schema_default": wrote}
             return schema_default_key(key, wrote), ("schema_default", wrote)
-    spelled = auto_pad_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
+    spelled = (auto_pad_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
+               or slice_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape))
     if spelled:  # with the explicit pads auto_pad stands for, the engine runs it and agrees: auto_pad is the root cause
         info["trigger"] = {"spelled_out": spelled}
         return spelled_out_key(key, spelled), ("spelled_out", spelled)
@@ -351,6 +353,8 @@ def rewrite_original(model: onnx.ModelProto, kind: str, wrote: list[str], feeds:
         fixed, did = written_out(model, {w.split(".", 1)[1] for w in wrote})
     elif kind == "schema_default":  # "Resize.mode": schema_defaults_written_out names operator and attribute
         fixed, did = schema_defaults_written_out(model, set(wrote))
+    elif all(w.startswith("Slice.") for w in wrote):  # a Slice over several axes, as one Slice per axis
+        fixed, did = slices_spelled_out(model)
     else:
         inferred = onnx_guard.inferred(model, strict=False, check=False)
         if inferred is None:

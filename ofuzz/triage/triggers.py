@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 
 from ofuzz.core import onnx_guard
-from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, written_out
+from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.exec.runner import EnginePool
 from ofuzz.judge.judging import Judged, Policy, judge_in_memory
@@ -64,6 +64,14 @@ def auto_pad_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, 
               for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
     shapes.update({k: tuple(np.shape(v)) for k, v in feeds.items()})
     fixed, wrote = auto_pad_written_out(model, shapes)
+    return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
+
+
+def slice_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
+                       status: str, crashed: bool = False, shape: bool = False) -> list[str]:
+    """["Slice.axes"] when a reduced repro's failure needs a Slice over several axes: spelled out as one Slice per axis
+    (prose_defaults.slices_spelled_out), `engine` runs it (a failure) or also agrees with two voters (a wrong value)."""
+    fixed, wrote = slices_spelled_out(model)
     return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
 
 
