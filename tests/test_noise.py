@@ -90,6 +90,15 @@ CAPTURED = [
     ("tensorflow", "No module named 'onnx2tf.ops.CastLike'",
      ("\x1b[31mERROR:\x1b[0m CastLike OP is not yet implemented.\n\nTraceback (most recent call last):\n"
      "ModuleNotFoundError: No module named 'onnx2tf.ops.CastLike'\n"), "onnx2tf-op-missing", "CastLike", None),
+    # onnx2tf 2.6.9 (flatbuffer_direct + LiteRT), replaying seed 53's onnx2tf 1.29.24 roots (docs/results.md)
+    ("onnx2tf", "RuntimeError: Encountered unresolved custom op: ONNX_LPPOOL.", "", "onnx2tf-custom-op-fallback", "LpPool", None),
+    ("onnx2tf-nhwc", "RuntimeError: Encountered unresolved custom op: ONNX_SCATTERND.", "", "onnx2tf-custom-op-fallback", "ScatterND", None),
+    ("onnx2tf", "NotImplementedError: flatbuffer_direct validation failed: op=Mod node=n0_Mod reason_code=unsupported_attribute_value message=Mod wi",
+     "", "onnx2tf-flatbuffer-validation", "Mod", None),
+    ("onnx2tf", "NotImplementedError: AveragePool dilations must be [1,1] for flatbuffer_direct. op=n0_AveragePool dilations=[2, 2]", "",
+     "onnx2tf-flatbuffer-validation", "AveragePool", "dilations"),
+    ("onnx2tf-nhwc", "NotImplementedError: AveragePool1D lowering currently supports dilations=[1]. op=n0_AveragePool dilations=[2]", "",
+     "onnx2tf-flatbuffer-validation", "AveragePool", None),
     # the test double's seeded "prepare:unsupported" fault (backends/testdouble/adapter.py)
     ("testdouble", "test double: operator Celu is not supported", "", "testdouble-unsupported", "Celu", None),
     # onnx2tf 1.29.24 (TF 2.19), Conv auto_pad=SAME_LOWER (AssertionError; the log names onnx2tf/ops/Conv.py)

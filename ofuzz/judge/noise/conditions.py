@@ -435,6 +435,14 @@ def p_outputs_at_least(arg: Any, ops: tuple[str, ...]) -> Cond:
     return lambda n: sum(1 for o in n.node.output if o) >= k
 
 
+def p_unknown(arg: Any, ops: tuple[str, ...]) -> Cond:
+    """unknown: 'why' — which nodes hold it cannot be told from a node (a converter's fallback for some configurations
+    the message does not name): never known to hold, so a campaign spares no node of the operator."""
+    if not isinstance(arg, str) or not arg.strip():
+        raise _Bad(f"unknown takes the reason as text, got {arg!r}", "write unknown: 'why the node cannot tell'")
+    return lambda n: None
+
+
 def p_not(arg: Any, ops: tuple[str, ...]) -> Cond:
     inner = compile_condition(arg, ops)
 
