@@ -1232,6 +1232,39 @@ def test_a_slice_over_several_axes_spelled_out_one_axis_at_a_time_is_a_shown_tri
     assert [e["rule"] for e in root["evidence"]] == ["shown-trigger"], root.get("evidence")
 
 
+def test_a_defect_behind_the_trigger_of_a_failure_moved_to_the_users_mode_is_triaged_in_that_mode(tmp_path):
+    """A conversion failure the users' mode shares is reduced there (second_opinion.py); when a trigger rewrite then shows
+    its cause, what hides behind it is re-judged in that same pool, as that engine's finding (c53: onnx2tf's Slice
+    spelled out revealed a Mean failure, and the export failed with KeyError 'tensorflow'). TEST DOUBLES: `td` and its
+    users' mode `td-users` both refuse a MaxPool without strides and are off by one on Relu."""
+    import json
+
+    from ofuzz.triage.pipeline import triage_finding
+    from ofuzz.triage.second_opinion import SecondOpinions
+
+    faults = {"MaxPool": "prepare:raise?omits=strides", "Relu": "run:wrong"}
+    base = resolve(["testdouble"])[0]
+    td = dataclasses.replace(base, name="td", options={"faults": faults}, second_opinion="td-users")
+    users = dataclasses.replace(base, name="td-users", options={"faults": faults})
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], name="n0_MaxPool", kernel_shape=[2, 2]), helper.make_node("Relu", ["p"], ["y"], name="n1_Relu")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [1, 1, 4, 4])], [helper.make_tensor_value_info("y", F, [1, 1, 3, 3])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)}
+    specs = [td, *resolve(["onnxruntime", "reference"])]
+    opinions = SecondOpinions({"td-users": users}, tmp_path / "opinions")
+    try:
+        with EnginePool(specs, tmp_path / "pool") as pool:
+            pool.start()
+            row = one_finding_row(pool, path, feeds, "MCF")
+            info = triage_finding(pool, {s.name: s for s in specs}, row, path, feeds, tmp_path / "out", 20, Policy.default(), None, opinions)
+    finally:
+        opinions.close()
+    assert info["engine"] == "td-users" and info["campaign_engine"] == "td" and info["trigger"] == {"omitted": ["MaxPool.strides"]}, info
+    behind = json.loads((tmp_path / info["revealed"]["folder"] / "finding.json").read_text())
+    assert behind["klass"] == "bug" and behind["engine"] == "td-users" and behind["campaign_engine"] == "td" and behind["root"]["ops"] == ["Relu"], behind
+
+
 def test_a_nan_result_that_depends_on_operand_order_is_a_bug_not_the_nan_policy(tmp_path):
     """Max(a, NaN) is what the NaN policy (onnx/onnx#6003) leaves open, but Max is commutative: an engine whose
     Max(a, NaN) differs from its Max(NaN, a) is wrong under any policy. The TEST DOUBLE's `nanorder` returns the first

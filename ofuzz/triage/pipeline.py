@@ -341,8 +341,9 @@ def revealed_behind(case: Case, rewrite: tuple[str, list[str]], budget: float) -
     if hit is None:
         shutil.rmtree(out, ignore_errors=True)
         return None
-    row = {**case.finding, "signature": hit.signature, "status": hit.status, "op": hit.op, "summary": hit.summary, "variant": 0,
-           "extra": {"revealed_behind": {"finding": case.fid, "rewrite": {kind: wrote}}}}
+    moved = {"campaign_engine": case.base["campaign_engine"]} if case.base.get("campaign_engine") else {}
+    row = {**case.finding, "engine": case.engine, "signature": hit.signature, "status": hit.status, "op": hit.op, "summary": hit.summary,
+           "variant": 0, "extra": {"revealed_behind": {"finding": case.fid, "rewrite": {kind: wrote}}, **moved}}  # in the pool it was judged in
     info = triage_finding(case.pool, case.specs, row, path, case.inputs, out, budget, case.policy, None, case.opinions, depth=1)
     return {"folder": out.name, "signature": hit.signature, "klass": info.get("klass")}
 
