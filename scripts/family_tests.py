@@ -38,7 +38,7 @@ def members(dirs: list[Path], policy: Policy) -> list[tuple[Path, dict, RootKey,
                 continue
             key = RootKey.from_json(info["root"])
             fams = [f for f in families_for(policy.noise, key, facts_of(onnx.load(str(fj.parent / "model.onnx"))).one_node,
-                                            (info.get("versions") or {}).get(key.engine)) if f.test_rewrite]
+                                            (info.get("versions") or {}).get(key.engine)) if f.tested]
             if fams:
                 out.append((fj.parent, info, key, "|".join(f.name for f in fams)))
     return out

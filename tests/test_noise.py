@@ -697,6 +697,29 @@ def test_a_family_with_a_bad_versions_field_is_one_line_naming_the_fix(tmp_path)
     assert "versions must be a version specifier" in str(e.value) and "\n" not in str(e.value)
 
 
+def test_a_family_test_is_a_known_rewrite_or_reading_and_a_bad_one_is_one_line_naming_the_choices(tmp_path):
+    """A family's hypothesis is tested by a rewrite of the repro or, where no rewrite can make the engine right, by a
+    reading of its output (MNN's QuantizeLinear encoding); a name that is neither is refused in one line."""
+    from ofuzz.core.readings import READINGS
+
+    nc = load_noise()
+    quant = next(f for f in nc.family_rules if f.name == "mnn-quantizelinear-uint8-encoding")
+    assert quant.tested and quant.test_reading == "other_8bit_encoding" and not quant.test_rewrite
+    assert all(f.tested for f in nc.family_rules), [f.name for f in nc.family_rules if not f.tested]
+    bad = tmp_path / "triage.yaml"
+    bad.write_text("families:\n  - name: f\n    engines: [mnn]\n    ops: [Sum, Max]\n    test: {reading: squint}\n    why: x\n")
+    with pytest.raises(NoiseError) as e:
+        load_noise([bad])
+    assert "reading: NAME" in str(e.value) and "other_8bit_encoding" in str(e.value) and "\n" not in str(e.value)
+    q = np.array([160, 3], np.uint8)
+    assert READINGS["other_8bit_encoding"](q.view(np.int8), q).tolist() == [160, 3]  # int8 bits of the uint8 answer
+    want = np.array([-5, 100], np.int8)
+    off = ((want.astype(np.int16) + 128 + 128) % 256 - 128).astype(np.int8)  # the uint8 encoding of an int8 zero point
+    assert READINGS["other_8bit_encoding"](off, want).tolist() == [-5, 100]
+    assert READINGS["without_unit_axes"](np.zeros((1, 3, 1, 1)), np.zeros((1, 3, 1))).shape == (1, 3, 1)
+    assert READINGS["without_unit_axes"](np.zeros((1, 3, 2)), np.zeros((1, 2, 3))) is None
+
+
 def test_mnns_exp_clamp_family_holds_its_nan_and_logsoftmax_faces(nc):
     """MNN's EXP kernel clamps to [-87, 87] with comparisons, so Exp(NaN) = exp(-87); LogSoftmax is lowered through it
     (hand triage 20 #15): one defect under Exp, Softplus, ReduceLogSumExp and LogSoftmax, for values, Inf and NaN."""

@@ -21,7 +21,7 @@ from ofuzz.judge.judging import Policy
 from ofuzz.triage.merge_rules import FAMILY, run_merge_rules
 from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of
 from ofuzz.triage.family_test import families_for
-from ofuzz.triage.record import FindingRecord
+from ofuzz.triage.record import FindingRecord, RootCause
 from ofuzz.triage.repro_facts import ReproFacts
 
 
@@ -31,7 +31,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: NoiseClas
     if noise == "default":
         noise = Policy.default().noise
     records = _triaged(campaign_dir, findings)
-    roots: dict[str, dict[str, Any]] = {}
+    roots: dict[str, RootCause] = {}
     classes: dict[str, list[str]] = {}
     key_of_fid: dict[str, RootKey] = {}
     for fid, rec in sorted(records.items(), key=lambda kv: "~" in kv[0]):  # a signature's first model before its variants
@@ -105,7 +105,7 @@ def _key_text(key: RootKey) -> str:
     return f"{key.status} {key.failure} {'+'.join(key.ops) or '-'}" + (f" [{', '.join(key.attrs)}]" if key.attrs else "")
 
 
-def _join(roots: dict[str, dict[str, Any]], key: RootKey, severity: int, rec: FindingRecord, rep: FindingRecord, joined_by: str,
+def _join(roots: dict[str, RootCause], key: RootKey, severity: int, rec: FindingRecord, rep: FindingRecord, joined_by: str,
           rule: Any) -> None:
     """Finding `rec` joins the root cause of `key` (made if new): its signature, occurrences, earliest model, source
     lines, how it re-ran, the smallest repro, and a member record saying how it joined."""
@@ -138,7 +138,7 @@ def _join(roots: dict[str, dict[str, Any]], key: RootKey, severity: int, rec: Fi
         _own_repro_facts(rc, rec)
 
 
-def _own_repro_facts(rc: dict[str, Any], rec: FindingRecord) -> None:
+def _own_repro_facts(rc: RootCause, rec: FindingRecord) -> None:
     """What a member's own reduced repro adds: where the converter failed, how it re-ran, and the smallest repro."""
     shown = rec.repro_failure
     if shown.get("where"):
@@ -170,10 +170,12 @@ def _family(key: RootKey, facts: ReproFacts | None, nodes: int, noise: NoiseClas
     if noise is None or nodes != 1 or not noise.family_rules or facts is None:
         return None
     candidates = families_for(noise, key, facts.one_node, version)
-    passed = next((f for f in candidates if f.test_rewrite and f.name == test.get("family") and test.get("fixed")), None)
+    passed = next((f for f in candidates if f.tested and f.name == test.get("family") and test.get("fixed")), None)
     if passed is not None:
-        return passed, f"family {passed.name} of {_key_text(key)}: with {json.dumps(test['rewrite'])}, {key.engine} ran its repro right"
-    if candidates and not candidates[0].test_rewrite:
+        how = (f"its output read as {test['reading']} is the expected one" if "reading" in test else
+               f"with {json.dumps(test['rewrite'])}, {key.engine} ran its repro right")
+        return passed, f"family {passed.name} of {_key_text(key)}: {how}"
+    if candidates and not candidates[0].tested:
         return candidates[0], f"family {candidates[0].name} (untested: by operator and failure alone) of {_key_text(key)}"
     return None  # no test ran here, or the engine is still wrong without the trigger: another defect
 

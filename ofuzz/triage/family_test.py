@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ofuzz.core.readings import READINGS
 from ofuzz.core.rewrites import apply
+from ofuzz.judge.compare import RULE
 from ofuzz.exec.runner import EnginePool
 from ofuzz.judge.judging import Policy
 from ofuzz.judge.noise import Family, NoiseClasses
@@ -34,7 +36,7 @@ def run_family_test(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, n
     (`fixed`), else the first tested family's record (why it is no answer); None when no family with a test holds."""
     first: dict[str, Any] | None = None
     for fam in families_for(policy.noise, key, facts_of(model).one_node, version):
-        if not fam.test_rewrite:
+        if not fam.tested:
             continue
         record = _tested(pool, model, feeds, engine, policy, status, key, fam)
         if record["fixed"]:
@@ -45,7 +47,10 @@ def run_family_test(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, n
 
 def _tested(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, status: str,
             key: RootKey, fam: Family) -> dict[str, Any]:
-    """One family's test on the repro: its rewrite applied, the engine judged once."""
+    """One family's test on the repro: its rewrite applied, the engine judged once (or the repro judged once and the
+    engine's outputs read the hypothesis's way)."""
+    if fam.test_reading:
+        return _read(pool, model, feeds, engine, policy, fam)
     args = json.loads(fam.test_args)
     record: dict[str, Any] = {"family": fam.name, "rewrite": {fam.test_rewrite: args}}
     got = apply(fam.test_rewrite, model, feeds, frozenset(fam.ops), args)
@@ -61,3 +66,26 @@ def _tested(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
         return {**record, "fixed": False, "note": f"inconclusive: {engine} {now.status if now else 'did not run'}, voters that ran: {ran}"
                                                     + (", and they disagree" if verdict.split else "")}
     return {**record, "fixed": False}
+
+
+def _read(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, fam: Family) -> dict[str, Any]:
+    """A reading test: the repro judged on the engine and its voters; every output the engine got wrong, read the
+    hypothesis's way, must equal the expected one (ofuzz/core/readings.py)."""
+    record: dict[str, Any] = {"family": fam.name, "reading": fam.test_reading}
+    judged = rewrite_verdict(pool, model, feeds, engine, policy)
+    verdict = judged.verdict
+    mine, ref = verdict.results.get(engine), verdict.results.get(verdict.expected_from)
+    if mine is None or ref is None or verdict.expected_from == engine or not (mine.outcome and mine.outcome.outputs and ref.outcome and ref.outcome.outputs):
+        return {**record, "fixed": False, "note": "inconclusive: no outputs of the engine and an expected engine to read"}
+    read = READINGS[fam.test_reading]
+    for name, want in ref.outcome.outputs.items():
+        got = mine.outcome.outputs.get(name)
+        if got is None:
+            return {**record, "fixed": False, "note": f"{engine} gave no {name}"}
+        got, want = np.asarray(got), np.asarray(want)
+        if RULE.compare_outputs({name: got}, {name: want}, [name]).ok:
+            continue
+        seen = read(got, want)
+        if seen is None or not RULE.compare_outputs({name: seen}, {name: want}, [name]).ok:
+            return {**record, "fixed": False}
+    return {**record, "fixed": True}

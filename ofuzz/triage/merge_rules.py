@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ofuzz.core.vocab import DCF, FAILED, crash_or_hang
+from ofuzz.triage.record import RootCause
 from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM
 
-Roots = dict[str, dict[str, Any]]
+Roots = dict[str, RootCause]
 FAMILY = "family"  # the status of a root key that stands for an engine's operator family (backends/<engine>/triage.yaml)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ofuzz.core.vocab import UNCONFIRMED
 from ofuzz.store.campaign_dir import CampaignDir
@@ -100,3 +100,32 @@ class FindingRecord:
         if self._facts is None:
             self._facts = facts_of_folder(CampaignDir(campaign_dir).repro(self.folder), self.data)
         return self._facts
+
+
+class RootCause(TypedDict, total=False):
+    """A root cause as the clustering builds it, `ofuzz bugs --json` prints it and the store keeps it (its `detail`): the
+    fields and what each holds, in one place. Built by `cluster._join`, merged by `merge_rules._merge`."""
+    id: str  # "rc-" + the key's hash
+    key: dict[str, Any]  # RootKey.to_json(): engine, status, failure, ops, attrs, traits, message
+    severity: int  # rootcause.SEVERITY_NAMES: crash/hang 0 ... conversion failure 5
+    engine: str  # the blamed engine (a converter's users' mode when a failure was moved there)
+    converted_as: str  # the campaign's engine of that converter
+    signatures: list[str]  # the campaign signatures it holds
+    findings: list[str]  # their repro folders (repros/<id>, <id>~k, <id>~rN)
+    members: list[dict[str, Any]]  # per finding: how it joined (its own key, a family, a rule)
+    occurrences: int  # models that showed it in the campaign
+    first_idx: int | None  # the earliest model's index and id
+    first_model: str | None
+    repro: str | None  # the smallest reduced repro folder, its node count, summary and repro check
+    nodes: int | None
+    summary: str
+    repro_check: str
+    held: Any  # operators its repros hold (a set while clustering, a sorted list after)
+    where: Any  # converter source lines its repros failed at (set, then sorted list)
+    reran_as: Any  # how its repros re-ran ("IF exception:InvalidArgumentError")
+    drop_fixes: list[str]  # attributes whose default made the engine right on the repro shown
+    absorbed: list[str]  # root ids merged into it
+    evidence: list[dict[str, Any]]  # per merge: rule, why, kind, merged, keys, findings, the shared fact
+    family_why: str  # the family or unknown-shape rule that keyed it, and the failures a family covers
+    family_failures: list[str]
+    known: Any  # set by the known-bugs store

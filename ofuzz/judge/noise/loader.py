@@ -12,6 +12,7 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ofuzz.core.paths import CHECKOUT, shipped_dir
+from ofuzz.core.readings import READINGS
 from ofuzz.core.rewrites import REWRITES
 from ofuzz.judge.noise.base import ANY_OP, GROUPS, SECTIONS, _Bad, _error
 from ofuzz.judge.noise.conditions import DIVERGENCES, FAILURES, compile_condition
@@ -149,19 +150,23 @@ def _family(raw: dict, file: str) -> Family:
     if not isinstance(versions, str):
         raise _Bad(f"versions must be a version specifier such as '<=3.6.1', got {raw.get('versions')!r}",
                    "write the versions the family was seen on: versions: '<=3.6.1' (or leave it out)")
-    rewrite, args = _family_test(raw.get("test"))
+    rewrite, args, reading = _family_test(raw.get("test"))
     return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file, tuple(failures), tuple(ranks),
-                  tuple((k, float(v)) for k, v in attr_not.items()), tuple(dtypes), versions, rewrite, json.dumps(args))
+                  tuple((k, float(v)) for k, v in attr_not.items()), tuple(dtypes), versions, rewrite, json.dumps(args), reading)
 
 
-def _family_test(test: Any) -> tuple[str, Any]:
-    """A family's `test: {rewrite: NAME, args: ...}` (see ofuzz/core/rewrites.py); ("", None) when it has none."""
+def _family_test(test: Any) -> tuple[str, Any, str]:
+    """A family's `test: {rewrite: NAME, args: ...}` (ofuzz/core/rewrites.py) or `test: {reading: NAME}`
+    (ofuzz/core/readings.py); ("", None, "") when it has none."""
     if test is None:
-        return "", None
+        return "", None, ""
+    if isinstance(test, dict) and set(test) == {"reading"} and test["reading"] in READINGS:
+        return "", None, test["reading"]
     if not isinstance(test, dict) or set(test) - {"rewrite", "args"} or test.get("rewrite") not in REWRITES:
-        raise _Bad(f"test must be {{rewrite: NAME, args: ...}} with NAME one of {', '.join(sorted(REWRITES))}; got {test!r}",
+        raise _Bad(f"test must be {{rewrite: NAME, args: ...}} with NAME one of {', '.join(sorted(REWRITES))}, or {{reading: NAME}} "
+                   f"with NAME one of {', '.join(sorted(READINGS))}; got {test!r}",
                    "write e.g. test: {rewrite: set_attributes, args: {dilations: 1}} (or leave it out)")
-    return test["rewrite"], test.get("args")
+    return test["rewrite"], test.get("args"), ""
 
 
 TENSOR_TYPES = frozenset({"float16", "float32", "float64", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "uint16",

@@ -45,6 +45,13 @@ class Family:
     # as JSON; a member joins only if the engine is right on its repro so rewritten (empty: an untested family)
     test_rewrite: str = ""
     test_args: str = "null"
+    # or a reading of ofuzz/core/readings.py: where no rewrite can help, the engine's output read the way the hypothesis
+    # says it is wrong must equal the expected one
+    test_reading: str = ""
+
+    @property
+    def tested(self) -> bool:
+        return bool(self.test_rewrite or self.test_reading)
 
     def holds(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None,
               attrs: dict[str, Any] | None = None, dtype: str | None = None, version: str | None = None) -> bool:
