@@ -167,6 +167,22 @@ def test_onnx2tf_current_release_converts_with_flatbuffer_direct_in_both_layout_
         assert j.verdict.results[mode].status == "DCP", (mode, j.verdict.results[mode].outcome)
 
 
+def test_openvino_runs_a_model_from_its_onnx_frontend_in_float32(tmp_path):
+    """OpenVINO's CPU plugin reads the ONNX file itself; at float32 inference precision a Conv+Relu agrees with
+    onnxruntime, and an intermediate tensor the oracle asks for is returned by name."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(0).uniform(-1, 1, (4, 3, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], name="n0_Conv", pads=[1, 1, 1, 1]),
+                           helper.make_node("Relu", ["c"], ["y"], name="n1_Relu")], "g",
+                          [helper.make_tensor_value_info("x", 1, [1, 3, 6, 5])],
+                          [helper.make_tensor_value_info("y", 1, [1, 4, 6, 5]), helper.make_tensor_value_info("c", 1, [1, 4, 6, 5])], [w])
+    j = _judge_on(tmp_path, g, ["onnxruntime", "openvino", "reference"], {"x": np.random.default_rng(1).uniform(-1, 1, (1, 3, 6, 5)).astype(np.float32)})
+    assert j.verdict.results["openvino"].status == "DCP", j.verdict.results["openvino"].outcome
+    assert j.verdict.results["openvino"].outcome.outputs["c"].shape == (1, 4, 6, 5)
+
+
 def test_an_engine_whose_python_is_missing_says_which_and_how_to_get_it():
     """engine.yaml may name the Python an engine needs (onnx2tf >= 2.0: 3.12); a machine without it gets one line
     naming the version and how to install it, not a failed venv command."""

@@ -172,8 +172,9 @@ def test_only_onnx2tf_default_mode_reads_layouts_off_shapes():
     from ofuzz.exec.engines.registry import builtin_engines
 
     specs = builtin_engines()
-    assert specs["tensorflow-nhwc"].layout_from_shape
-    assert not any(s.layout_from_shape for n, s in specs.items() if n != "tensorflow-nhwc")
+    default_modes = {"tensorflow-nhwc", "onnx2tf-nhwc"}  # onnx2tf 1.x and 2.x in their default NCHW→NHWC conversion
+    assert all(specs[n].layout_from_shape for n in default_modes)
+    assert not any(s.layout_from_shape for n, s in specs.items() if n not in default_modes)
 
 
 def test_a_candidate_whose_einsum_labels_disagree_in_size_is_not_well_formed():
