@@ -177,3 +177,34 @@ def test_a_slice_over_several_axes_spelled_out_computes_the_same_function():
                             [helper.make_tensor_value_info("y", F, None)],
                             [onnx.numpy_helper.from_array(np.array([1], np.int64), "s1"), onnx.numpy_helper.from_array(np.array([3], np.int64), "e1")])
     assert slices_spelled_out(helper.make_model(one))[1] == []  # one axis: nothing to spell out
+
+
+def test_a_family_no_rewrite_can_test_is_tested_by_reading_the_output(tmp_path):
+    """Real MNN 3.6.1: every QuantizeLinear comes back in the uint8 encoding in an int8 tensor, so no rewrite makes it
+    right; its family is tested by reading the output in the other 8-bit encoding. A per-tensor zero point reads right
+    (the family's defect); per-channel zero points do not (hand triage 23: MNN also uses the first zero point for every
+    channel, another defect, which no longer hides in the family)."""
+    import os
+
+    u8 = onnx.TensorProto.UINT8
+
+    def quantize(zero_points: list[int]) -> onnx.ModelProto:
+        axis = {"axis": 1} if len(zero_points) > 1 else {}
+        n = len(zero_points)
+        g = helper.make_graph([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="n0_QuantizeLinear", **axis)], "g",
+                              [helper.make_tensor_value_info("x", F, [1, 3, 2, 2])], [helper.make_tensor_value_info("y", u8, [1, 3, 2, 2])],
+                              [onnx.numpy_helper.from_array(np.full([n] if n > 1 else [], 0.02, np.float32), "s"),
+                               onnx.numpy_helper.from_array(np.array(zero_points if n > 1 else zero_points[0], np.uint8), "z")])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+    feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (1, 3, 2, 2)).astype(np.float32)}
+    key = RootKey("mnn", "DCF", "value", ("QuantizeLinear",), (), ())
+    specs = resolve(["mnn", "onnxruntime", "reference"])
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("mnn is not installed (ofuzz engines --install mnn)")
+        per_tensor = run_family_test(pool, quantize([100]), feeds, "mnn", Policy.default(), "DCF", key, "3.6.1")
+        per_channel = run_family_test(pool, quantize([100, 20, 200]), feeds, "mnn", Policy.default(), "DCF", key, "3.6.1")
+    assert per_tensor == {"family": "mnn-quantizelinear-uint8-encoding", "reading": "other_8bit_encoding", "fixed": True}, per_tensor
+    assert per_channel == {"family": "mnn-quantizelinear-uint8-encoding", "reading": "other_8bit_encoding", "fixed": False}, per_channel
