@@ -183,6 +183,40 @@ def test_openvino_runs_a_model_from_its_onnx_frontend_in_float32(tmp_path):
     assert j.verdict.results["openvino"].outcome.outputs["c"].shape == (1, 4, 6, 5)
 
 
+def test_openvino_failures_say_what_failed_where_and_in_which_node(tmp_path):
+    """OpenVINO nests "Exception from src/...:N:" frames around the line that says what failed: the adapter re-raises
+    that line, the OpenVINO source line of the failed check (`where`) and the ONNX node it validated, which OpenVINO
+    names by its output tensor (seed 60: a Pad on a ReduceLogSum its frontend made rank 0)."""
+    import importlib.util
+
+    from ofuzz.exec.engines.registry import backends_dir
+
+    spec = importlib.util.spec_from_file_location("ov_adapter", backends_dir() / "openvino" / "adapter.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    text = ("Exception from src/inference/src/cpp/core.cpp:132:\nException from src/inference/src/dev/plugin.cpp:59:\n"
+            "Check 'false' failed at src/frontends/common_translators/src/unconverted_ops_report.cpp:151:\n"
+            "FrontEnd API failed with OpConversionFailure:\nModel wasn't fully converted. Failed operations detailed log:\n"
+            "-- Pad-17 with a message:\nWhile validating ONNX node '<Node(Pad): t5_Pad>': Check 'pads_begin_coord->size() == "
+            "static_cast<size_t>(arg_rank_len)' failed at src/core/shape_inference/include/pad_shape_inference.hpp:57:\n"
+            "While validating node 'opset12::Pad Pad_1 (...) -> (dynamic[...])' with friendly_name 'Pad_1':\n"
+            "length of pads_begin mismatches with rank of input, expect 0, but got 1\n\nSummary:\n-- Conversion is failed for: Pad-17\n")
+    e = mod.explained(RuntimeError(text))
+    assert str(e) == "length of pads_begin mismatches with rank of input, expect 0, but got 1"
+    assert e.where == "src/core/shape_inference/include/pad_shape_inference.hpp:57" and e.failed_nodes == ["t5_Pad"]
+    missing = mod.explained(RuntimeError("Exception from src/inference/src/cpp/core.cpp:132:\nModel wasn't fully converted.\nSummary:\n"
+                                         "-- No conversion rule found for operations: Det-18\n"))
+    assert str(missing) == "No conversion rule found for operations: Det-18" and missing.failed_nodes == []
+
+    from onnx import helper
+
+    from ofuzz.judge.judging import failed_nodes
+
+    g = helper.make_graph([helper.make_node("Pad", ["x", "p"], ["t5_Pad"], name="n5_Pad")], "g", [], [])
+    assert failed_nodes(helper.make_model(g), e.__class__) == []  # nothing named
+    assert failed_nodes(helper.make_model(g), type("O", (), {"nodes": ["t5_Pad"]})) == [("n5_Pad", "Pad")]
+
+
 def test_an_engine_whose_python_is_missing_says_which_and_how_to_get_it():
     """engine.yaml may name the Python an engine needs (onnx2tf >= 2.0: 3.12); a machine without it gets one line
     naming the version and how to install it, not a failed venv command."""

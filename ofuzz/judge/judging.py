@@ -79,9 +79,11 @@ class Judged:
 
 
 def failed_nodes(model: onnx.ModelProto, outcome: Any) -> list[tuple[str, str]]:
-    """(name, op type) of the model's nodes the engine said it failed on, first to last (adapters that know set them)."""
-    ops = {n.name: n.op_type for n in model.graph.node if n.name}
-    return [(n, ops[n]) for n in (getattr(outcome, "nodes", None) or []) if n in ops]
+    """(name, op type) of the model's nodes the engine said it failed on, first to last (adapters that know set them).
+    An engine may name a node by its output tensor (OpenVINO's ONNX frontend does): that is the node that computes it."""
+    ops = {n.name: (n.name, n.op_type) for n in model.graph.node if n.name}
+    by_output = {o: (n.name, n.op_type) for n in model.graph.node if n.name for o in n.output if o}
+    return [ops.get(n) or by_output[n] for n in (getattr(outcome, "nodes", None) or []) if n in ops or n in by_output]
 
 
 def declared_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
