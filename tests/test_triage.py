@@ -674,6 +674,18 @@ def test_the_reducer_records_which_attribute_defaults_make_the_engine_right(tmp_
         (f,) = judge_model(pool, model, path, feeds, policy=Policy.default()).findings
         red = reduce_model(pool, model, feeds, Target.of(f), "onnxruntime", budget=30, policy=Policy.default())
     assert [a.name for a in red.model.graph.node[0].attribute] == ["alpha"] and red.drop_fixes == ["LeakyRelu.alpha"], red.drop_fixes
+    # an attribute that shapes the output (a Reduce's axes): the candidate is declared anew, not refused (hand triage 24:
+    # OpenVINO's ReduceLogSum ignoring axes at opsets 13-17 recorded no fix)
+    g = helper.make_graph([helper.make_node("ReduceLogSum", ["x"], ["y"], name="n0_ReduceLogSum", axes=[1])], "g",
+                          [helper.make_tensor_value_info("x", F, [2, 3, 4])], [helper.make_tensor_value_info("y", F, [2, 1, 4])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"x": np.linspace(0.5, 2, 24, dtype=np.float32).reshape(2, 3, 4)}
+    specs = [double("testdouble", {"ReduceLogSum": "run:wrong?has=axes"}), *resolve(["onnxruntime", "reference"])]
+    with EnginePool(specs, tmp_path / "pool2") as pool:
+        pool.start()
+        (f,) = judge_model(pool, model, path, feeds, policy=Policy.default()).findings
+        red = reduce_model(pool, model, feeds, Target.of(f), "onnxruntime", budget=30, policy=Policy.default())
+    assert "ReduceLogSum.axes" in red.drop_fixes and any(a.name == "axes" for a in red.model.graph.node[0].attribute), red.drop_fixes
 
 
 def test_one_operators_divergences_that_the_same_attribute_default_fixes_are_one_root_cause():

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 import onnx
 
-from ofuzz.triage.reduce_checks import digest, layout_ambiguous, looks_alike, retyped, well_formed
+from ofuzz.triage.reduce_checks import digest, layout_ambiguous, looks_alike, redeclared, retyped, well_formed
 from ofuzz.core.vocab import DCF
 from ofuzz.judge.cut import submodel
 from ofuzz.judge.judging import BUG, Finding, Judged, Policy, declared_shapes, judge_in_memory
@@ -421,11 +421,13 @@ def drop_attributes(r: Reducer, cur: State) -> State:
             keep = [a for a in node.attribute if a.name != attr]
             del node.attribute[:]
             node.attribute.extend(keep)
+            if not well_formed(cand):  # an attribute that shapes an output (axes, output_width): declared anew
+                cand = redeclared(cand) or cand
             if r.consider(cand, feeds):
                 model = cand
                 r.log.append(f"dropped attribute {attr} of {node.name}")
             elif r.right.get(digest(cand, feeds)):
-                fixes.append(f"{node.op_type}.{attr}")
+                fixes.append(f"{cand.graph.node[ni].op_type}.{attr}")
     r.drop_fixes = (digest(model, feeds), sorted(set(fixes)))
     return model, feeds
 

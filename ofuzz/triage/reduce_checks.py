@@ -34,6 +34,23 @@ def well_formed(model: onnx.ModelProto) -> bool:
             return False
     return not any(breaks_spec(n, inferred) for n in inferred.graph.node)
 
+def redeclared(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """The model with its graph outputs declared as ONNX inference now gives them (value_info dropped): a candidate whose
+    dropped attribute changes an output's shape (Reduce's axes, RoiAlign's output_width) is refused against the old
+    declaration, although it is a valid model. None when inference rejects it anyway."""
+    bare = onnx.ModelProto()
+    bare.CopyFrom(model)
+    del bare.graph.value_info[:]
+    for o in bare.graph.output:
+        o.type.tensor_type.ClearField("shape")
+    inferred = onnx_guard.inferred(bare, strict=True, check=False)
+    if inferred is None:
+        return None
+    for o, io in zip(bare.graph.output, inferred.graph.output):
+        o.type.CopyFrom(io.type)
+    return bare
+
+
 def breaks_spec(node: onnx.NodeProto, inferred: onnx.ModelProto) -> bool:
     """Operator rules the ONNX spec states that neither its checker nor shape inference enforces; dropping or
     halving an attribute can break them, and an engine that then refuses the model shows nothing about the finding."""
