@@ -103,6 +103,11 @@ CAPTURED = [
      "onnx2tf-flatbuffer-validation", "Conv", "auto_pad"),
     ("onnx2tf", "NotImplementedError: AveragePoolND lowering currently supports dilations=[1]. op=n0_AveragePool dilations=[2]", "",
      "onnx2tf-flatbuffer-validation", "AveragePool", None),
+    # LiteRT 2.1.2 kernels under onnx2tf 2.6.9 (seed 60, hand triage 24 #8)
+    ("onnx2tf-nhwc", "tflite/kernels/elementwise.cc:121 Type INT64 is unsupported by op Abs.Node number 0 (ABS) failed to prepare.", "",
+     "litert-kernel-type", "Abs", "INT64"),
+    ("onnx2tf", "Unknown input type: 2, only float32, int types and bool are supportedNode number 0 (ARG_MAX) failed to prepare.", "",
+     "litert-kernel-type", "ArgMax", None),
     # OpenVINO 2026.4.1 (seed 60), the line its adapter re-raises
     ("openvino", "No conversion rule found for operations: Det-18", "", "openvino-no-conversion-rule", "Det", None),
     # the test double's seeded "prepare:unsupported" fault (backends/testdouble/adapter.py)
@@ -171,7 +176,7 @@ def nc():
 def test_shipped_files_load(nc):
     assert noise_dir() == Path(__file__).resolve().parents[1] / "noise"
     assert {Path(s).name for s in nc.sources} == {"unsupported.yaml", "undefined.yaml", "reference_gaps.yaml", "triage.yaml"}
-    assert {Path(s).parent.name for s in nc.sources if Path(s).name == "triage.yaml"} == {"mnn", "reference", "tensorflow"}
+    assert {Path(s).parent.name for s in nc.sources if Path(s).name == "triage.yaml"} == {"mnn", "openvino", "reference", "tensorflow"}
     assert len(nc.unsupported_rules) >= 10 and len(nc.undefined_rules) >= 10 and len(nc.reference_gap_rules) >= 10
 
 
@@ -724,6 +729,17 @@ def test_a_family_test_is_a_known_rewrite_or_reading_and_a_bad_one_is_one_line_n
     assert READINGS["other_8bit_encoding"](off, want).tolist() == [-5, 100]
     assert READINGS["without_unit_axes"](np.zeros((1, 3, 1, 1)), np.zeros((1, 3, 1))).shape == (1, 3, 1)
     assert READINGS["without_unit_axes"](np.zeros((1, 3, 2)), np.zeros((1, 2, 3))) is None
+
+
+def test_a_family_of_a_converters_core_holds_for_every_operator_on_its_versions(nc):
+    """onnx2tf 2.6.9 writes every rank-0 tensor as rank 1 (hand triage 24: Det, Greater, Add, PRelu, Mean): a family
+    over '*' holds for any operator's wrong shape on that converter's versions, and nowhere else."""
+    v = "ai-edge-litert 2.1.2, onnx2tf 2.6.9 (flatbuffer_direct)"
+    assert nc.family("onnx2tf", "Det", 1, "shape", version=v).name == "onnx2tf-scalar-as-rank1"
+    assert nc.family("onnx2tf-nhwc", "Greater", 2, "shape", version=v).name == "onnx2tf-scalar-as-rank1"
+    assert nc.family("onnx2tf", "Det", 1, "value", version=v) is None
+    assert nc.family("onnx2tf", "Det", 1, "shape", version="ai-edge-litert 2.1.2, onnx2tf 2.7.0 (flatbuffer_direct)") is None
+    assert nc.family("tensorflow", "Det", 1, "shape", version="tensorflow 2.19.0, onnx2tf 1.29.24") is None
 
 
 def test_mnns_exp_clamp_family_holds_its_nan_and_logsoftmax_faces(nc):

@@ -30,7 +30,8 @@ class FlatbufferEngine:
     def version(self) -> str:
         import ai_edge_litert
 
-        return f"onnx2tf {self.onnx2tf.__version__} (flatbuffer_direct), ai-edge-litert {getattr(ai_edge_litert, '__version__', '?')}"
+        # the converter's version last: families and version differences read the last version number in the string
+        return f"ai-edge-litert {getattr(ai_edge_litert, '__version__', '?')}, onnx2tf {self.onnx2tf.__version__} (flatbuffer_direct)"
 
     def prepare(self, model_path: str, workdir: str, inputs: list[str], outputs: list[str]) -> None:
         import onnx

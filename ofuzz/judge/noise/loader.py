@@ -119,7 +119,8 @@ def _entry(section: str, raw: Any, file: str, n: int, earlier: list) -> Unsuppor
 
 
 def _family(raw: dict, file: str) -> Family:
-    ops = [_known_op(o) for o in _strings(raw, "ops")]
+    names = _strings(raw, "ops")
+    ops = [ANY_OP] if names == [ANY_OP] else [_known_op(o) for o in names]  # '*': a defect of the converter's core, every operator
     n = raw.get("min_inputs", 0)
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise _Bad(f"min_inputs must be a non-negative integer, got {n!r}", "write min_inputs: 3 (or leave it out)")
@@ -127,7 +128,7 @@ def _family(raw: dict, file: str) -> Family:
     unknown = sorted(f for f in failures if f.split(":")[0] not in FAILURES)  # a class, or class:Type (exception:ValueError)
     if unknown:
         raise _Bad(f"unknown failure class(es) {unknown}", f"use {', '.join(FAILURES)}, or one with its type (exception:ValueError)")
-    if len(ops) < 2 and len(failures) < 2:  # one operator: one code path failing in several ways (a shape and an exception)
+    if ops != [ANY_OP] and len(ops) < 2 and len(failures) < 2:  # one operator: one code path failing in several ways (a shape and an exception)
         raise _Bad(f"a family needs two operators, or one operator and two failure classes; got ops {ops}, failures {failures}",
                    "list every operator the engine implements with that code path, or the failure classes one defect shows")
     ranks = raw.get("input_ranks", [])

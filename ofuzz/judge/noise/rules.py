@@ -55,7 +55,7 @@ class Family:
 
     def holds(self, engine: str, op: str, n_inputs: int, failure: str = "", rank: int | None = None,
               attrs: dict[str, Any] | None = None, dtype: str | None = None, version: str | None = None) -> bool:
-        return (op in self.ops and n_inputs >= self.min_inputs and engine_matches(engine, self.engines)
+        return ((op in self.ops or ANY_OP in self.ops) and n_inputs >= self.min_inputs and engine_matches(engine, self.engines)
                 and version_within(version, self.versions)
                 and (not self.failures or failure in self.failures or failure.split(":")[0] in self.failures)
                 and (not self.input_ranks or rank in self.input_ranks)
