@@ -20,7 +20,8 @@ import shutil
 import sys
 
 import numpy as np
-from onnx2tf_io import channel_last_inputs, name_failed_nodes, name_layer_node, restore_layout, to_channel_last
+from onnx2tf_io import (channel_last_inputs, litert_outputs, name_failed_nodes, name_layer_node, restore_layout, set_litert_input,
+                       to_channel_last)
 
 
 class TensorFlowEngine:
@@ -124,17 +125,6 @@ class TensorFlowEngine:
         details = self.interp.get_input_details()
         for i, d in enumerate(details):
             name = next((n for n in self.inputs if n in d["name"]), self.inputs[i] if i < len(self.inputs) else None)
-            x = self._feed(name, feeds[name])
-            if tuple(d["shape"]) != x.shape:
-                self.interp.resize_tensor_input(d["index"], list(x.shape))
-                self.interp.allocate_tensors()
-            self.interp.set_tensor(d["index"], x.astype(d["dtype"]))
+            set_litert_input(self.interp, d, self._feed(name, feeds[name]))
         self.interp.invoke()
-        outs = self.interp.get_output_details()
-        by_name = {}
-        for d in outs:
-            name = next((n for n in self.outputs if d["name"] == n or d["name"].endswith(n) or n in d["name"]), None)
-            by_name[name or d["name"]] = self.interp.get_tensor(d["index"])
-        if all(n in by_name for n in self.outputs):
-            return self._restore_layout([by_name[n] for n in self.outputs])
-        return self._restore_layout([self.interp.get_tensor(d["index"]) for d in outs])
+        return self._restore_layout(litert_outputs(self.interp, self.outputs, [lambda got, n: got == n or got.endswith(n) or n in got]))

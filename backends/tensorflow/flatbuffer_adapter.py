@@ -15,7 +15,7 @@ import os
 import shutil
 
 import numpy as np
-from onnx2tf_io import channel_last_inputs, name_failed_nodes, restore_layout, to_channel_last
+from onnx2tf_io import channel_last_inputs, litert_outputs, name_failed_nodes, restore_layout, set_litert_input, to_channel_last
 
 
 class FlatbufferEngine:
@@ -67,19 +67,8 @@ class FlatbufferEngine:
 
     def run(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         for name in self.inputs:
-            d = self.input_index[name]
             x = np.asarray(feeds[name])
-            x = to_channel_last(x) if name in self.channel_last else x
-            if tuple(d["shape"]) != x.shape:
-                self.interp.resize_tensor_input(d["index"], list(x.shape))
-                self.interp.allocate_tensors()
-            self.interp.set_tensor(d["index"], x.astype(d["dtype"]))
+            set_litert_input(self.interp, self.input_index[name], to_channel_last(x) if name in self.channel_last else x)
         self.interp.invoke()
-        outs = self.interp.get_output_details()
-        by_name = {}
-        for d in outs:
-            name = next((n for n in self.outputs if d["name"] == n), None) or next((n for n in self.outputs if n in d["name"]), None)
-            by_name[name or d["name"]] = self.interp.get_tensor(d["index"])
-        if all(n in by_name for n in self.outputs):
-            return restore_layout([by_name[n] for n in self.outputs], self.onnx_shapes)
-        return restore_layout([self.interp.get_tensor(d["index"]) for d in outs], self.onnx_shapes)
+        exact, within = (lambda got, n: got == n), (lambda got, n: n in got)
+        return restore_layout(litert_outputs(self.interp, self.outputs, [exact, within]), self.onnx_shapes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any, Callable
 
 import numpy as np
 
@@ -102,3 +103,24 @@ def restore_layout(ys: list[np.ndarray], onnx_shapes: list[tuple[int, ...]]) -> 
                 y = np.transpose(y, np.argsort(perm))
         out.append(y)
     return out
+
+
+def set_litert_input(interp: Any, detail: dict, x: np.ndarray) -> None:
+    """Feed one LiteRT interpreter input, resizing it first when the model's static shape differs from the feed's."""
+    if tuple(detail["shape"]) != x.shape:
+        interp.resize_tensor_input(detail["index"], list(x.shape))
+        interp.allocate_tensors()
+    interp.set_tensor(detail["index"], x.astype(detail["dtype"]))
+
+
+def litert_outputs(interp: Any, outputs: list[str], matchers: list[Callable[[str, str], bool]]) -> list[np.ndarray]:
+    """The invoked interpreter's outputs in the order of the ONNX `outputs`, each found by the first of `matchers`
+    (interpreter name, ONNX name) that finds one; every output in the interpreter's order when some is not found."""
+    details = interp.get_output_details()
+    by_name = {}
+    for d in details:
+        name = next((n for match in matchers for n in outputs if match(d["name"], n)), None)
+        by_name[name or d["name"]] = interp.get_tensor(d["index"])
+    if all(n in by_name for n in outputs):
+        return [by_name[n] for n in outputs]
+    return [interp.get_tensor(d["index"]) for d in details]

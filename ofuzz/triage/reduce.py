@@ -104,6 +104,7 @@ class Reducer:
         self.t0 = time.perf_counter()
         self.checks = 0
         self.cache: dict[str, bool] = {}
+        self.formed: dict[str, bool] = {}  # digest -> the candidate passed the checker and strict inference
         self.stats: dict[str, PassStats] = {}
         self.current_pass = ""
         self.proven_one_minimal = False  # set by ddmin_nodes when its last round refused every single-node removal
@@ -129,11 +130,18 @@ class Reducer:
         st.tried += 1
         t = time.perf_counter()
         self._judging = key
-        ok = well_formed(model) and self._judge(model, feeds)
+        ok = self.well_formed(model, feeds, key) and self._judge(model, feeds)
         st.seconds += time.perf_counter() - t
         st.accepted += int(ok)
         self.cache[key] = ok
         return ok
+
+    def well_formed(self, model: onnx.ModelProto, feeds: dict[str, np.ndarray], key: str | None = None) -> bool:
+        """reduce_checks.well_formed, once per candidate (a pass that asks before `consider` does not pay twice)."""
+        key = key or digest(model, feeds)
+        if key not in self.formed:
+            self.formed[key] = well_formed(model)
+        return self.formed[key]
 
     def _still_valid(self, j: Judged) -> bool:
         """The candidate is a valid model that shows only the target: the engines that agreed on the original still run
@@ -421,7 +429,7 @@ def drop_attributes(r: Reducer, cur: State) -> State:
             keep = [a for a in node.attribute if a.name != attr]
             del node.attribute[:]
             node.attribute.extend(keep)
-            if not well_formed(cand):  # an attribute that shapes an output (axes, output_width): declared anew
+            if not r.well_formed(cand, feeds):  # an attribute that shapes an output (axes, output_width): declared anew
                 cand = redeclared(cand) or cand
             if r.consider(cand, feeds):
                 model = cand
