@@ -389,6 +389,20 @@ def test_tensorflow_says_which_onnx2tf_line_a_conversion_failed_at(tmp_path):
     assert out.status == "MCF" and out.outcome.where.startswith("ops/Clip.py:"), (out.status, out.outcome.where)
 
 
+def test_a_helper_rejecting_its_callers_axis_names_the_caller(tmp_path):
+    """onnx2tf's convert_axis raises IndexError for any out-of-range axis its caller hands it: for a Shape with `end`
+    equal to the rank (valid: it is clamped) and for a Squeeze after an elided Reshape alike, two defects at one helper
+    line. The adapter names the handler that called it, which the triage's source-line unit then is."""
+    import numpy as np
+    from onnx import helper
+
+    g = helper.make_graph([helper.make_node("Shape", ["x"], ["y"], name="n0_Shape", end=4)], "g", [helper.make_tensor_value_info("x", 1, [1, 1, 1, 2])],
+                          [helper.make_tensor_value_info("y", 7, [4])])
+    j = _judge_on(tmp_path, g, ["onnxruntime", "tensorflow-nhwc", "reference"], {"x": np.ones((1, 1, 1, 2), np.float32)})
+    out = j.verdict.results["tensorflow-nhwc"]
+    assert out.status == "MCF" and out.outcome.where.startswith("utils/common_functions.py:") and " via ops/Shape.py:" in out.outcome.where, out.outcome.where
+
+
 def test_a_division_by_a_subnormal_that_tensorflow_flushes_is_not_a_bug(tmp_path):
     """TensorFlow's CPU kernels flush subnormals to zero: 0.315 / 5.576e-39 is +inf there and 5.65e37 in onnxruntime
     and the reference (hand triage 11 #14). The spec does not say which, so the finding is `undefined`, not a bug."""

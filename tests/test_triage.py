@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import dataclasses
 import os
 import sqlite3
@@ -232,6 +233,40 @@ def test_a_defect_seen_through_different_consumers_is_one_root_cause(tmp_path):
     assert rc["key"]["failure"] == "upstream" and list(rc["key"]["ops"]) == ["Relu"] and len(rc["signatures"]) == 2, rc
 
 
+def test_a_failure_that_needs_its_culprit_to_feed_the_consumer_directly_is_a_pattern(tmp_path):
+    """The test double fails converting an Add that consumes a Relu's output directly (a converter's rewrite of the pair,
+    as onnx2tf folds two consecutive Adds' constants); the Add runs alone, so the Relu looks like the culprit, but with an
+    Identity between them the engine is right: the root cause is the pattern Relu>Add, not `upstream Relu`, which a
+    Relu handing a bad tensor to any consumer (`handoff`, through an Identity too) stays."""
+    from ofuzz.judge.signature import finding_id
+    from ofuzz.triage.pipeline import export
+
+    def keyed(faults: dict[str, str], name: str) -> tuple[dict, dict]:
+        specs = [double("testdouble", faults), *resolve(["onnxruntime", "reference"])]
+        nodes = [helper.make_node("Relu", ["x"], ["a"], name="n0_Relu"), helper.make_node("Abs", ["x"], ["b"], name="n1_Abs"),
+                 helper.make_node("Add", ["a", "b"], ["y"], name="n2_Add")]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])])
+        path = tmp_path / f"{name}.onnx"
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+        feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)}
+        with EnginePool(specs, tmp_path / f"pool-{name}") as pool:
+            pool.start()
+            j = judge_model(pool, onnx.load(str(path)), path, feeds, policy=Policy.default())
+            (f,) = j.findings
+            row = {"engine": "testdouble", "status": f.status, "signature": f.signature, "op": f.op, "summary": f.summary,
+                   "first_idx": 0, "first_model": path.name, "count": 1}
+            out = export({s.name: s for s in specs}, row, path, feeds, tmp_path / name / "repros" / finding_id(f.signature),
+                         reduce_budget=60, pool=pool, policy=Policy.default())
+        info = json.loads((out / "finding.json").read_text())
+        return info["root"], info
+
+    root, info = keyed({"Add": "prepare:raise?after=Relu"}, "pair")
+    assert root["failure"] == "pattern" and root["message"] == "Relu>Add" and root["ops"] == ["Add", "Relu"], root
+    assert info["adjacency"]["edges"] == ["Relu>Add"] and info["witnesses"] == ["Add"]
+    root, info = keyed({"Relu": "prepare:handoff"}, "handoff")
+    assert root["failure"] == "upstream" and root["ops"] == ["Relu"] and "adjacency" not in info, root
+
+
 def test_a_failure_the_engine_names_a_node_for_is_keyed_and_reduced_there(tmp_path):
     """The test double fails converting a Relu fed by another node, with a message that names no operator, and names
     the node on the exception (as the TensorFlow adapter does from onnx2tf's frames): the signature names Relu, the
@@ -285,16 +320,20 @@ def test_a_failure_in_a_named_operator_is_one_root_cause_whatever_else_its_repro
 def test_upstream_failures_collapse_onto_the_smallest_upstream_culprit_only():
     from ofuzz.triage.merge_rules import absorb_supersets
 
-    def rc(rid: str, failure: str, ops: list[str], status: str = "IF") -> dict:
+    def rc(rid: str, failure: str, ops: list[str], status: str = "IF", failing: list[str] | None = []) -> dict:
         return {"id": rid, "engine": "tensorflow", "key": {"status": status, "failure": failure, "ops": ops}, "signatures": [rid + "-sig"],
-                "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid}
+                "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid, "culprits_failing_alone": failing}
 
     roots = {r["id"]: r for r in [rc("rc-1", "upstream", ["Expand"]), rc("rc-2", "upstream", ["Expand", "Slice"]),
                                   rc("rc-3", "upstream", ["Expand", "MatMul", "Pad", "Slice"]), rc("rc-4", "upstream", ["Equal", "Expand"], "MCF"),
-                                  rc("rc-5", "exception:ValueError", ["Conv"], "MCF"), rc("rc-6", "upstream", ["Conv", "Slice"], "MCF")]}
+                                  rc("rc-5", "exception:ValueError", ["Conv"], "MCF"), rc("rc-6", "upstream", ["Conv", "Slice"], "MCF"),
+                                  rc("rc-7", "upstream", ["Expand", "GRU"], failing=["GRU"]), rc("rc-8", "upstream", ["Expand", "Pad"], failing=None)]}
     absorb_supersets(roots)
-    assert set(roots) == {"rc-1", "rc-4", "rc-5", "rc-6"}  # MCF stays apart from IF; a Conv failing alone absorbs nothing
+    # MCF stays apart from IF; a Conv failing alone absorbs nothing; a GRU that fails alone is a defect of its own, not a
+    # carrier of the Expand's tensor (hand triage 25); a root cause whose extra operators were never run alone joins nothing
+    assert set(roots) == {"rc-1", "rc-4", "rc-5", "rc-6", "rc-7", "rc-8"}
     assert sorted(roots["rc-1"]["findings"]) == ["rc-1", "rc-2", "rc-3"] and roots["rc-1"]["occurrences"] == 3
+    assert {e["merged"]: e["carriers"] for e in roots["rc-1"]["evidence"]} == {"rc-2": ["Slice"], "rc-3": ["MatMul", "Pad", "Slice"]}
 
 
 def test_a_further_model_that_did_not_reduce_joins_its_signatures_root_cause(tmp_path):
@@ -966,10 +1005,44 @@ def test_failures_at_one_source_line_of_a_converter_are_one_root_cause():
                                   # hand triage 22: the keep-shape mode's node raising once exposed, at the default mode's line
                                   root("x1", "tensorflow", "ops/CenterCropPad.py:149:make_node", "failure", ("CenterCropPad",), status="DCF"),
                                   root("x2", "tensorflow-nhwc", "ops/CenterCropPad.py:149:make_node", ops=("CenterCropPad",), converted_as="tensorflow"),
-                                  root("v3", "tensorflow", "ops/CenterCropPad.py:149:make_node", "value", ("CenterCropPad",), status="DCF")]}
+                                  root("v3", "tensorflow", "ops/CenterCropPad.py:149:make_node", "value", ("CenterCropPad",), status="DCF"),
+                                  # a helper rejecting its caller's argument (convert_axis's IndexError): the caller's line is the unit
+                                  root("i4", "tensorflow-nhwc", "utils/common_functions.py:717:convert_axis via ops/Shape.py:60:make_node",
+                                       "exception:IndexError", ("Shape",), "tensorflow"),
+                                  root("i5", "tensorflow-nhwc", "utils/common_functions.py:717:convert_axis via ops/Squeeze.py:80:make_node",
+                                       "exception:IndexError", ("Reshape", "Squeeze"), "tensorflow"),
+                                  root("i6", "tensorflow-nhwc", "utils/common_functions.py:717:convert_axis via ops/Shape.py:60:make_node",
+                                       "exception:IndexError", ("Shape", "Relu"), "tensorflow")]}
     absorb_same_source_line(roots)
-    assert sorted(roots) == ["c7", "d3", "l0", "l9", "m6", "o5", "s1", "v3", "x1"] and roots["s1"]["absorbed"] == ["s2"]
+    assert sorted(roots) == ["c7", "d3", "i4", "i5", "l0", "l9", "m6", "o5", "s1", "v3", "x1"] and roots["s1"]["absorbed"] == ["s2"]
     assert roots["d3"]["absorbed"] == ["d4"] and roots["o5"]["absorbed"] == ["o8"] and roots["x1"]["absorbed"] == ["x2"]
+    assert roots["i4"]["absorbed"] == ["i6"]
+
+
+def test_a_run_failure_that_fails_at_another_roots_line_in_the_users_mode_joins_it():
+    """Hand triage 25: onnx2tf's ReverseSequence.py:79 (ONNX axes passed to tf.reverse_sequence) was a keep-shape run
+    failure, which has no converter line, and a default-mode conversion failure at that line: two root causes. The
+    keep-shape repro re-run in the users' mode fails in its ReverseSequence at :79 (`users_where`), which joins them; a
+    wrong value whose users'-mode run raises there, another converter, or two roots at the line stay apart."""
+    from ofuzz.triage.merge_rules import absorb_same_line_in_users_mode
+
+    def root(rid, engine, status, failure, ops, where=None, users_where=None, converted_as=None):
+        return {"id": rid, "engine": engine, "severity": 4, "key": {"status": status, "failure": failure, "ops": list(ops), "attrs": [], "message": ""},
+                "held": set(ops), "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid,
+                **({"where": {where}} if where else {}), **({"users_where": {users_where}} if users_where else {}),
+                **({"converted_as": converted_as} if converted_as else {})}
+
+    line = "ops/ReverseSequence.py:79:make_node"
+    roots = {r["id"]: r for r in [root("r1", "tensorflow", "IF", "upstream", ["GlobalMaxPool", "ReverseSequence"], users_where=line),
+                                  root("r2", "tensorflow-nhwc", "MCF", "exception:ValueError", ["ReverseSequence"], where=line, converted_as="tensorflow"),
+                                  root("v3", "tensorflow", "DCF", "value", ["ReverseSequence"], users_where=line),
+                                  root("m4", "mnn", "IF", "exception:RuntimeError", ["ReverseSequence"], users_where=line),
+                                  root("h5", "tensorflow", "IF", "exception:ValueError", ["Hardmax"], users_where="ops/Hardmax.py:100:make_node"),
+                                  root("h6", "tensorflow-nhwc", "MCF", "exception:ValueError", ["Hardmax"], where="ops/Hardmax.py:100:make_node", converted_as="tensorflow"),
+                                  root("h7", "tensorflow-nhwc", "MCF", "exception:TypeError", ["Hardmax"], where="ops/Hardmax.py:100:make_node", converted_as="tensorflow")]}
+    absorb_same_line_in_users_mode(roots)
+    assert sorted(roots) == ["h5", "h6", "h7", "m4", "r2", "v3"] and roots["r2"]["absorbed"] == ["r1"]
+    assert roots["r2"]["evidence"][0]["rule"] == "same-line-in-users-mode" and roots["r2"]["evidence"][0]["line"] == "ops/ReverseSequence.py:79"
 
 
 def test_an_omitted_default_is_the_trigger_of_a_crash_that_writing_it_out_turns_into_another_defects_error(tmp_path):
@@ -1242,6 +1315,35 @@ def test_a_slice_over_several_axes_spelled_out_one_axis_at_a_time_is_a_shown_tri
     (root,) = cluster(tmp_path / "c", rows)["root_causes"]
     assert root["key"]["message"] == SPELLED_OUT and list(root["key"]["attrs"]) == ["Slice.axes spelled out"] and root["held"] == ["Slice"]
     assert [e["rule"] for e in root["evidence"]] == ["shown-trigger"], root.get("evidence")
+
+
+def test_a_slice_stepping_backward_is_a_shown_trigger_of_mnns_wrong_values_and_crashes(tmp_path):
+    """Real MNN 3.6.1 (hand triage 23 #1): a negative-step Slice gives wrong values as one node, and after a Reshape and
+    a Conv its repro crashed or gave other wrong values: two root causes of one defect. With the selected elements
+    gathered instead, MNN is right on both, so both are keyed by that shorthand (and `shown-trigger` joins them)."""
+    from onnx import numpy_helper
+
+    from ofuzz.judge.judging import Policy
+    from ofuzz.triage.triggers import rewrite_verdict, slice_steps_trigger
+
+    rng = np.random.default_rng(0)
+    one = helper.make_graph([helper.make_node("Slice", ["x", "s", "e", "ax", "st"], ["y"], name="n0_Slice")], "g",
+                            [helper.make_tensor_value_info("x", F, [2, 3, 11, 11])], [helper.make_tensor_value_info("y", F, None)],
+                            [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+                             (("s", [1, 6, 11]), ("e", [2, 19, 6]), ("ax", [0, 2, 3]), ("st", [2, 2, -1]))])
+    three = helper.make_graph([helper.make_node("Slice", ["x", "s", "e", "ax", "st"], ["t"], name="n0_Slice"),
+                               helper.make_node("Reshape", ["t", "shape"], ["r"], name="n1_Reshape"),
+                               helper.make_node("Conv", ["r", "W"], ["y"], name="n2_Conv")], "g",
+                              [helper.make_tensor_value_info("x", F, [14, 27, 1, 1, 4])], [helper.make_tensor_value_info("y", F, None)],
+                              [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+                               (("s", [20, 0, 0, 1]), ("e", [19, 1, -5, 4]), ("ax", [1, 2, 3, 4]), ("st", [-1, 1, -1, 1]), ("shape", [14, 1, 1, 3]))]
+                              + [numpy_helper.from_array(rng.uniform(-1, 1, (2, 1, 1, 1)).astype(np.float32), "W")])
+    with started_pool(tmp_path / "mnn", ["onnxruntime", "reference", "mnn"], "mnn") as (specs, pool):
+        for g, shape in ((one, (2, 3, 11, 11)), (three, (14, 27, 1, 1, 4))):
+            model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+            feeds = {"x": rng.uniform(-1, 1, shape).astype(np.float32)}
+            assert rewrite_verdict(pool, model, feeds, "mnn", Policy.default()).verdict.results["mnn"].status != "DCP"  # MNN wrong, or crashed
+            assert slice_steps_trigger(pool, model, feeds, "mnn", Policy.default(), "DCF") == ["Slice.steps"], g.node[-1].op_type
 
 
 def test_a_defect_behind_the_trigger_of_a_failure_moved_to_the_users_mode_is_triaged_in_that_mode(tmp_path):

@@ -28,13 +28,22 @@ def where(exc: BaseException) -> str:
     """The onnx2tf source line the failure came from, and its function (its deepest frame inside onnx2tf:
     "ops/Max.py:86:make_node"). A converter maintainer's unit of a defect is that line: two operators failing in one
     shared helper are one defect, and one handler failing with two messages at one line is one too."""
-    found, tb = "", exc.__traceback__
+    found, handler, last, tb = "", "", "", exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
         path = code.co_filename.replace(os.sep, "/")
+        last = path
         if "/onnx2tf/" in path:
             found = f"{path.rsplit('/onnx2tf/', 1)[1]}:{tb.tb_lineno}:{code.co_name}"
+            if found.startswith("ops/"):
+                handler = found
         tb = tb.tb_next
+    # a shared helper whose own line failed a lookup or an assertion (convert_axis indexing a list with the axis it was
+    # handed) rejects what its caller passed: the caller's line is the defect, so it is named too ("... via
+    # ops/Squeeze.py:80:make_node"); a library call failing inside the helper (numpy's transpose, tf.norm) is the
+    # helper's own misuse, named by the helper alone
+    if found.startswith("utils/") and "/onnx2tf/" in last and handler and isinstance(exc, (LookupError, AssertionError)):
+        return f"{found} via {handler}"
     return found
 
 

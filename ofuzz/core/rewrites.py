@@ -298,6 +298,41 @@ def inputs_as_float(model: onnx.ModelProto, feeds: Feeds, ops: frozenset[str], a
     return model, feeds
 
 
+@rewrite("identity_between")
+def identity_between(model: onnx.ModelProto, feeds: Feeds, ops: frozenset[str], args: dict[str, list[int]]) -> tuple[onnx.ModelProto, Feeds] | None:
+    """An Identity on every edge from the nodes at indices `args["from"]` to those at `args["to"]`: the same values
+    flow, but the producer no longer feeds its consumer directly. A converter that rewrites the pair as a pattern (folds
+    two Adds' constants, skips a Reshape whose only consumers are Squeezes) then takes its plain path."""
+    src, dst = set(args["from"]), set(args["to"])
+    made = {o for i, n in enumerate(model.graph.node) if i in src for o in n.output if o}
+    taken = ({o for n in model.graph.node for o in [*n.output, n.name]} | {i.name for i in model.graph.input}
+             | {t.name for t in model.graph.initializer})
+    nodes: list[onnx.NodeProto] = []
+    for i, node in enumerate(model.graph.node):
+        if i in dst:
+            for k, name in enumerate(node.input):
+                if name in made:
+                    fresh = _fresh(f"{name}_apart", taken)
+                    nodes.append(helper.make_node("Identity", [name], [fresh], name=_fresh(f"apart_{len(nodes)}", taken)))
+                    node.input[k] = fresh
+        nodes.append(node)
+    if len(nodes) == len(model.graph.node):
+        return None
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return model, feeds
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    """`name`, or it with a number, not yet used in the graph (and now taken)."""
+    out, k = name, 0
+    while out in taken:
+        k += 1
+        out = f"{name}{k}"
+    taken.add(out)
+    return out
+
+
 def _follows_input(model: onnx.ModelProto, name: str, nodes: list[onnx.NodeProto]) -> bool:
     """Is `name` a data input (not an index or shape input) of the nodes: read at a position whose type variable is
     the first input's?"""

@@ -49,7 +49,7 @@ def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: NoiseClas
     run_merge_rules(roots)  # to a fixed point: a merge can make another rule apply
     for rc in roots.values():
         rc["held"] = sorted(rc["held"])
-        for field in ("where", "reran_as"):
+        for field in ("where", "users_where", "reran_as"):
             if field in rc:
                 rc[field] = sorted(rc[field])
     ranked = sorted(roots.values(), key=lambda r: (r["severity"], r["engine"], -r["occurrences"], r["id"]))
@@ -143,6 +143,8 @@ def _own_repro_facts(rc: RootCause, rec: FindingRecord) -> None:
     shown = rec.repro_failure
     if shown.get("where"):
         rc.setdefault("where", set()).add(shown["where"])
+    if rec.data.get("users_mode_where"):  # the line the repro fails at in the converter's users' mode too
+        rc.setdefault("users_where", set()).add(rec.data["users_mode_where"])
     if shown.get("status"):  # "STATUS failure", as a key spells it: "IF exception:InvalidArgumentError"
         failure = failure_of(shown["status"], shown.get("category", ""), shown.get("kind", ""), shown.get("etype", ""))
         rc.setdefault("reran_as", set()).add(f"{shown['status']} {failure}")
@@ -151,6 +153,7 @@ def _own_repro_facts(rc: RootCause, rec: FindingRecord) -> None:
         rc["nodes"], rc["repro"], rc["summary"] = nodes, f"repros/{rec.folder}", rec.data.get("summary", "")
         rc["repro_check"] = rec.data.get("repro_check", "")
         rc["drop_fixes"] = rec.drop_fixes  # of the repro shown: merge_rules compares them
+        rc["culprits_failing_alone"] = rec.data.get("culprits_failing_alone")  # None: not tested (upstream-superset)
 
 
 def keyed_failed_op(repro_failure: dict[str, Any]) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ofuzz.core.vocab import DCF, FAILED, crash_or_hang
 from ofuzz.triage.record import RootCause
-from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM
+from ofuzz.triage.rootcause import PATTERN, SHOWN_TRIGGERS, UPSTREAM
 
 Roots = dict[str, RootCause]
 FAMILY = "family"  # the status of a root key that stands for an engine's operator family (backends/<engine>/triage.yaml)
@@ -107,25 +107,29 @@ def _merge_groups(roots: Roots, groups: dict[Any, list[str]]) -> None:
                 _merge(roots, rid, roots[into], shared=list(shared) if isinstance(shared, tuple) else shared)
 
 
-@merge_rule("upstream-superset", "an upstream failure whose operators include a smaller upstream root cause of the same engine and status", "witness")
+@merge_rule("upstream-superset", "an upstream failure whose operators include a smaller upstream root cause's, and whose extra operators each run right alone on the engine", "witness")
 def absorb_supersets(roots: Roots) -> None:
     """A failure keyed `upstream` (its failing operator runs alone, so the defect lies in what feeds it) whose operators
-    include all of a smaller upstream failure's, of the same engine and status, joins that smaller root cause: the extra
-    operators are consumers the reducer could not remove, which carry the same bad tensor further (onnx2tf's
-    dynamic-shape Expand reached Conv, Equal, MatMul, Slice→Pad: one root cause, not five).  Only into another upstream
-    root cause: an operator that fails on its own (a grouped Conv1D) is a defect of its own, not the source of others."""
+    include all of a smaller upstream failure's, of the same engine and status, joins that smaller root cause when each
+    extra operator, cut out alone and fed the values it gets in the repro, runs on the engine (`culprits_failing_alone`,
+    recorded by the triage): then they only carry the same bad tensor further (onnx2tf's dynamic-shape Expand reached
+    Conv, Equal, MatMul, Slice→Pad: one root cause, not five). An extra operator that fails alone is a defect of its own
+    (hand triage 25: a GRU whose own output layout was wrong had joined `upstream Reshape` because the Reshape fed it);
+    a root cause without that record joins nothing. Only into another upstream root cause."""
     def ops(r: dict[str, Any]) -> set[str]:
         return set(r["key"]["ops"])
 
     for rid in sorted(roots, key=lambda i: -len(ops(roots[i]))):  # largest first, so chains collapse onto the smallest
         r = roots[rid]
-        if r["key"]["failure"] != UPSTREAM or not ops(r):
+        failing = r.get("culprits_failing_alone")
+        if r["key"]["failure"] != UPSTREAM or not ops(r) or failing is None:
             continue
         into = [o for o in roots.values() if o is not r and o["engine"] == r["engine"] and o["key"]["status"] == r["key"]["status"]
-                and o["key"]["failure"] == UPSTREAM and o["key"]["ops"] and ops(o) < ops(r)]
+                and o["key"]["failure"] == UPSTREAM and o["key"]["ops"] and ops(o) < ops(r) and not (ops(r) - ops(o)) & set(failing)]
         if not into:
             continue
-        _merge(roots, rid, min(into, key=lambda o: (len(ops(o)), o["id"])))
+        o = min(into, key=lambda o: (len(ops(o)), o["id"]))
+        _merge(roots, rid, o, carriers=sorted(ops(r) - ops(o)), engine_gave=f"{r['engine']} runs each of them right alone")
 
 
 @merge_rule("unreduced-into-reduced", "an unreduced failure with the same status, failure and message holds the operators of exactly one reduced root cause", "structure")
@@ -175,6 +179,8 @@ def _merge(roots: Roots, rid: str, target: dict[str, Any], **shared: Any) -> Non
         target.setdefault("members", []).extend(r["members"])
     if r.get("where"):  # the converter source lines its repros failed at
         target.setdefault("where", set()).update(r["where"])
+    if r.get("users_where"):  # and failed at in the converter's users' mode
+        target.setdefault("users_where", set()).update(r["users_where"])
     if "severity" in r:  # as bad as its worst member
         target["severity"] = min(target.get("severity", r["severity"]), r["severity"])
     if r["first_idx"] is not None and (target["first_idx"] is None or r["first_idx"] < target["first_idx"]):
@@ -191,7 +197,7 @@ def absorb_consumers_of_upstream(roots: Roots) -> None:
     (an unreduced 16-node onnx2tf hang had joined an `upstream Slice` root cause because its model held a Slice)."""
     def wants(r: dict[str, Any]) -> bool:
         k = r["key"]
-        return (k["status"] in FAILED and k["failure"] != UPSTREAM and not crash_or_hang(k["failure"])
+        return (k["status"] in FAILED and k["failure"] not in (UPSTREAM, PATTERN) and not crash_or_hang(k["failure"])
                 and k.get("message") not in SHOWN_TRIGGERS)  # its trigger was shown, not guessed
 
     def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
@@ -318,7 +324,31 @@ def _raised(key: dict[str, Any]) -> bool:
 
 def _place(where: str) -> str:
     """The unit of a defect at `where` ("path:line:function"): the line in a per-operator handler, the function in a
-    shared helper (utils/)."""
+    shared helper (utils/), and the caller's line when the helper raised itself ("... via ops/Squeeze.py:80:make_node":
+    it rejected what the caller handed it; onnx2tf's convert_axis raises IndexError on any out-of-range axis, for a
+    Shape's `end` and for a Squeeze after an elided Reshape alike, two defects)."""
+    where, _, caller = where.partition(" via ")
+    if caller:
+        return _place(caller)
     path, _, rest = where.partition(":")
     line, _, function = rest.partition(":")
     return f"{path}:{function}" if path.startswith("utils/") and function else f"{path}:{line}"
+
+
+@merge_rule("same-line-in-users-mode", "the repro, re-run in the converter's users' mode, fails in its own operator at the line the other root cause fails at", "re-run")
+def absorb_same_line_in_users_mode(roots: Roots) -> None:
+    """A failure of a converter's other mode (onnx2tf's keep-shape run failure, which has no converter line) whose repro,
+    re-run in the mode users run, fails in one of its own operators at line L, joins the one root cause of that converter
+    failing at L (`same-source-line`'s unit): hand triage 25 found onnx2tf's ReverseSequence.py:79 passing ONNX axes to
+    tf.reverse_sequence as a keep-shape run failure and as a default-mode conversion failure, two root causes."""
+    def users_place(r: dict[str, Any]) -> str | None:
+        places = {_place(w) for w in r.get("users_where") or set()}
+        return next(iter(places)) if len(places) == 1 and not r.get("where") and _raised(r["key"]) else None
+
+    def own_place(r: dict[str, Any]) -> str | None:
+        places = {_place(w) for w in r.get("where") or set()}
+        return next(iter(places)) if len(places) == 1 and _raised(r["key"]) else None
+
+    _absorb_into_one(roots, lambda r: users_place(r) is not None,
+                     lambda r, o: _converter(o) == _converter(r) and own_place(o) == users_place(r),
+                     lambda r, o: {"line": users_place(r), "engine_gave": f"{o['engine']} fails at it on both repros"})

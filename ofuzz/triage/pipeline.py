@@ -29,9 +29,9 @@ import onnx
 
 from ofuzz.store.campaign_dir import FINDING
 from ofuzz.core.vocab import IF, MCF
-from ofuzz.core import onnx_guard
 from ofuzz.core.npz import load_npz
-from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
+from ofuzz.core.prose_defaults import (auto_pad_written_out, negative_steps_spelled_out, schema_defaults_written_out, slices_spelled_out,
+                                      written_out)
 from ofuzz.core.vocab import BUG, DCF, DCP, SPLIT, UNCONFIRMED, UNDEFINED
 from ofuzz.exec.engines.client import STEP_LIMIT
 from ofuzz.exec.engines.registry import EngineSpec
@@ -44,14 +44,14 @@ from ofuzz.judge.signature import Signature, finding_id
 from ofuzz.triage.family_test import run_family_test
 from ofuzz.triage.reduce import Target, reduce_model
 from ofuzz.triage.repro import write_repro
-from ofuzz.triage.rootcause import (RootKey, crash_like, failure_of, key_of, omitted_default_key, schema_default_key, spelled_out_key,
-                                    upstream_of)
+from ofuzz.triage.rootcause import (RootKey, crash_like, failure_of, key_of, omitted_default_key, pattern_key, schema_default_key,
+                                    spelled_out_key, upstream_of)
 from ofuzz.triage.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.triage.repro_facts import facts_of
-from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, omitted_defaults_trigger, schema_defaults_trigger,
-                                   slice_axes_trigger)
+from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, omitted_defaults_trigger, static_shapes,
+                                   schema_defaults_trigger, slice_axes_trigger, slice_steps_trigger)
 from ofuzz.triage.undefined_path import undefined_on_the_way
-from ofuzz.triage.witness import without, witnesses
+from ofuzz.triage.witness import failing_alone, needs_adjacency, without, witnesses
 
 HANG_WAIT = 1.25  # repro.py's wait on a hang, in multiples of the time the campaign waited
 
@@ -273,10 +273,28 @@ def _keyed(case: Case, info: dict[str, Any], model: onnx.ModelProto, feeds: dict
         seen_by = witnesses(case.pool, model, feeds, engine, value_engine, users)
         if seen_by:  # the failing sink runs alone: it only shows a defect upstream, which is the root cause
             info["witnesses"] = [model.graph.node[i].op_type for i in seen_by]
-            key = upstream_of(key, without(model, seen_by))
+            key = _upstream_key(case, info, key, model, feeds, seen_by, value_engine, users)
     if case.hang:
         return key, None
     return _triggered_key(case, info, key, model, feeds)
+
+
+def _upstream_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
+                  seen_by: list[int], value_engine: str, users: Any) -> RootKey:
+    """The key of a failure whose witnesses run right alone: `upstream` of its culprits, or the culprit→witness pattern
+    when an Identity between them makes the engine right (the converter rewrites the pair). Of an upstream key with
+    several culprits, which of them fail alone is recorded: `upstream-superset` joins it to a smaller upstream root
+    cause only when its extra operators run alone (they only carry the bad tensor on)."""
+    culprits_model = without(model, seen_by)
+    edges = needs_adjacency(model, feeds, seen_by, lambda m, f: goes_away(case.pool, m, f, case.engine, case.policy, DCF))
+    if edges:
+        info["adjacency"] = {"edges": edges, "rewrite": "identity_between",
+                             "engine_gave": f"{case.engine} runs the repro right with an Identity on each edge"}
+        return pattern_key(upstream_of(key, culprits_model), culprits_model, edges)
+    culprits = [i for i in range(len(model.graph.node)) if i not in seen_by]
+    if len(culprits) >= 2:
+        info["culprits_failing_alone"] = failing_alone(case.pool, model, feeds, culprits, case.engine, value_engine, users)
+    return upstream_of(key, culprits_model)
 
 
 def _triggered_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[RootKey, Any]:
@@ -294,7 +312,8 @@ def _triggered_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.M
             info["trigger"] = {"schema_default": wrote}
             return schema_default_key(key, wrote), ("schema_default", wrote)
     spelled = (auto_pad_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
-               or slice_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape))
+               or slice_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
+               or slice_steps_trigger(pool, model, feeds, engine, policy, status, crashed, shape))
     if spelled:  # with the explicit pads auto_pad stands for, the engine runs it and agrees: auto_pad is the root cause
         info["trigger"] = {"spelled_out": spelled}
         return spelled_out_key(key, spelled), ("spelled_out", spelled)
@@ -310,7 +329,8 @@ def _final_class(case: Case, info: dict[str, Any], key: RootKey, model: onnx.Mod
         if und is not None:  # it fails on a value the spec does not define (NaN cast to int64, then Mod by -1)
             info["klass"], info[UNDEFINED], info["class_detail"] = UNDEFINED, und, {UNDEFINED: und}
     if info.get("klass") != UNDEFINED and opinions is not None and second and hit.status in (DCF, IF) and (case.out / "expected.npz").is_file():
-        if opinions.agrees(second, model, feeds, load_npz(case.out / "expected.npz")):
+        agreed = opinions.agrees(second, model, feeds, load_npz(case.out / "expected.npz"))
+        if agreed:
             both = _both_wrong(opinions, second, case.engine, case.model, case.inputs, case.judged) if model is not case.model else set()
             if both:  # the reduction lost the users' mode's failure, not the defect: the original shows both modes wrong
                 info["users_mode_too"] = (f"{second} (the mode its users run) runs the reduced repro right but gets the original "
@@ -318,9 +338,24 @@ def _final_class(case: Case, info: dict[str, Any], key: RootKey, model: onnx.Mod
             else:
                 info["klass"] = MODE_ONLY
                 info["mode_only"] = f"{second} (the same engine as its users run it) runs the reduced repro and matches the expected outputs"
+        elif agreed is False:
+            _users_mode_where(info, key, model, opinions.last_failure())
     if str(info.get("repro_check", "")).startswith("not reproduced"):
         # the exported repro, run on its own, does not show it: not counted as a bug (the folder stays, to look at)
         info["klass"], info["unconfirmed_because"] = UNCONFIRMED, "repro.py does not reproduce it in a fresh process"
+
+
+def _users_mode_where(info: dict[str, Any], key: RootKey, model: onnx.ModelProto, failed: tuple[str, list[str]] | None) -> None:
+    """Record the converter line a failing repro (IF, or a node that raised) also fails at in the users' mode, when the
+    node it fails on there is one of the key's operators: the same converter's handler failing at one line in both
+    modes is one defect (hand triage 25: onnx2tf's ReverseSequence.py:79, a run failure of the keep-shape mode and a
+    conversion failure of the default one). A wrong value or shape is not joined that way: the users' mode raising on
+    it says nothing of which mistake gave the value."""
+    if failed is None or not failed[0] or not (key.status == IF or key.failure == "failure"):
+        return
+    ops = {n.op_type for n in model.graph.node if n.name in set(failed[1])}
+    if ops & set(key.ops):
+        info["users_mode_where"] = failed[0]
 
 
 def revealed_behind(case: Case, rewrite: tuple[str, list[str]], budget: float) -> dict[str, Any] | None:
@@ -354,16 +389,14 @@ def rewrite_original(model: onnx.ModelProto, kind: str, wrote: list[str], feeds:
         fixed, did = written_out(model, {w.split(".", 1)[1] for w in wrote})
     elif kind == "schema_default":  # "Resize.mode": schema_defaults_written_out names operator and attribute
         fixed, did = schema_defaults_written_out(model, set(wrote))
-    elif all(w.startswith("Slice.") for w in wrote):  # a Slice over several axes, as one Slice per axis
+    elif wrote == ["Slice.axes"]:  # a Slice over several axes, as one Slice per axis
         fixed, did = slices_spelled_out(model)
     else:
-        inferred = onnx_guard.inferred(model, strict=False, check=False)
-        if inferred is None:
+        shapes = static_shapes(model, feeds)
+        if shapes is None:
             return None
-        shapes = {vi.name: tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
-                  for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
-        shapes.update({k: tuple(np.shape(v)) for k, v in feeds.items()})
-        fixed, did = auto_pad_written_out(model, shapes)
+        # a Slice stepping backward, as a Gather of what it selects; else auto_pad as the pads it stands for
+        fixed, did = negative_steps_spelled_out(model, shapes) if wrote == ["Slice.steps"] else auto_pad_written_out(model, shapes)
     return fixed if did else None
 
 

@@ -122,8 +122,10 @@ class RootCause(TypedDict, total=False):
     repro_check: str
     held: Any  # operators its repros hold (a set while clustering, a sorted list after)
     where: Any  # converter source lines its repros failed at (set, then sorted list)
+    users_where: Any  # converter source lines its repros fail at in the converter's users' mode (set, then sorted list)
     reran_as: Any  # how its repros re-ran ("IF exception:InvalidArgumentError")
     drop_fixes: list[str]  # attributes whose default made the engine right on the repro shown
+    culprits_failing_alone: list[str] | None  # of an upstream repro shown: culprits that fail cut out alone (None: untested)
     absorbed: list[str]  # root ids merged into it
     evidence: list[dict[str, Any]]  # per merge: rule, why, kind, merged, keys, findings, the shared fact
     family_why: str  # the family or unknown-shape rule that keyed it, and the failures a family covers

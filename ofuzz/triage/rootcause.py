@@ -126,6 +126,19 @@ def upstream_of(key: RootKey, culprits: onnx.ModelProto) -> RootKey:
     return RootKey(key.engine, key.status, UPSTREAM, tuple(sorted({n.op_type for n in culprits.graph.node})), marks, (), "")
 
 
+PATTERN = "pattern"
+
+
+def pattern_key(key: RootKey, culprits: onnx.ModelProto, edges: list[str]) -> RootKey:
+    """The key of an upstream failure that needs its culprit to feed the consumer directly (`edges`: "Reshape>Squeeze";
+    with an Identity between them the engine is right): the converter rewrites that pair as a pattern, which is another
+    defect than a bad tensor handed to any consumer (hand triage 25: onnx2tf's Reshape skipped when all its consumers
+    are Squeezes, and its folding of two Adds' constants, sat under `upstream Reshape` and `upstream Add`)."""
+    ops = sorted({op for e in edges for op in e.split(">")})
+    marks = tuple(a for a in attr_marks(culprits) if "=" in a)
+    return RootKey(key.engine, key.status, PATTERN, tuple(ops), marks, (), ", ".join(sorted(edges)))
+
+
 OMITTED_DEFAULT = "leaves out an attribute the spec defaults in prose"
 ANY_STAGE = "MCF/IF"  # a crash keyed by its trigger: at conversion or at run time, whichever consumer the repro kept
 
@@ -179,7 +192,7 @@ def coarsen(key: RootKey, nodes: int, message: str, failed_op: str | None = None
     When the engine named the operator it failed in (`failed_op`), that operator is the key, whatever else the repro
     had to keep: the same converter handler failing the same way behind a BatchNormalization or a Reshape is one
     defect (hand triage #5: Pow, GatherND, GridSample and OneHot each came back as two or three root causes)."""
-    if key.status == DCF or key.failure == UPSTREAM or key.message in SHOWN_TRIGGERS:
+    if key.status == DCF or key.failure in (UPSTREAM, PATTERN) or key.message in SHOWN_TRIGGERS:
         return key
     crash = crash_like(key.failure)
     # a crash's signal and last log line vary between runs of one defect (MNN's LSTM converter: SIGSEGV, SIGABRT or

@@ -110,7 +110,14 @@ class SecondOpinions:
         if name in pool.unavailable:
             return None
         prep, run = pool.execute_model(model, feeds, [name]).get(name, (None, None))
+        failed = next((o for o in (prep, run) if o is not None and not o.ok), None)
+        self.local.failure = (getattr(failed, "where", ""), list(getattr(failed, "nodes", []) or [])) if failed is not None else None
         return run.outputs if prep is not None and prep.ok and run is not None and run.ok else False
+
+    def last_failure(self) -> tuple[str, list[str]] | None:
+        """Where in its source (`where`, when its adapter can tell) and at which nodes this thread's last asked engine
+        failed; None when it ran."""
+        return getattr(self.local, "failure", None)
 
     def close(self) -> None:
         with self.lock:

@@ -10,7 +10,8 @@ import numpy as np
 import onnx
 
 from ofuzz.core import onnx_guard
-from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
+from ofuzz.core.prose_defaults import (auto_pad_written_out, negative_steps_spelled_out, schema_defaults_written_out, slices_spelled_out,
+                                      written_out)
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.exec.runner import EnginePool
 from ofuzz.judge.judging import Judged, Policy, judge_in_memory
@@ -57,12 +58,9 @@ def auto_pad_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, 
     they stand for, `engine` runs it (a failure) or also agrees with two voters (a wrong value). Empty otherwise."""
     if not any(a.name == "auto_pad" and a.s in (b"SAME_UPPER", b"SAME_LOWER") for n in model.graph.node for a in n.attribute):
         return []
-    inferred = onnx_guard.inferred(model, strict=False, check=False)
-    if inferred is None:
+    shapes = static_shapes(model, feeds)
+    if shapes is None:
         return []
-    shapes = {vi.name: tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
-              for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
-    shapes.update({k: tuple(np.shape(v)) for k, v in feeds.items()})
     fixed, wrote = auto_pad_written_out(model, shapes)
     return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
 
@@ -73,6 +71,29 @@ def slice_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str
     (prose_defaults.slices_spelled_out), `engine` runs it (a failure) or also agrees with two voters (a wrong value)."""
     fixed, wrote = slices_spelled_out(model)
     return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
+
+
+def slice_steps_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
+                        status: str, crashed: bool = False, shape: bool = False) -> list[str]:
+    """["Slice.steps"] when a reduced repro's failure needs a Slice that steps backward: with the elements it selects
+    gathered instead (prose_defaults.negative_steps_spelled_out), `engine` runs it (a failure) or also agrees with two
+    voters (a wrong value)."""
+    shapes = static_shapes(model, feeds)
+    if shapes is None:
+        return []
+    fixed, wrote = negative_steps_spelled_out(model, shapes)
+    return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
+
+
+def static_shapes(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]] | None:
+    """Every tensor's static shape as inference gives it, the feeds' own (None: inference rejects the model)."""
+    inferred = onnx_guard.inferred(model, strict=False, check=False)
+    if inferred is None:
+        return None
+    shapes = {vi.name: tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
+              for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
+    shapes.update({k: tuple(np.shape(v)) for k, v in feeds.items()})
+    return shapes
 
 
 VALUE_KINDS = {"value", "nan", "inf"}  # mismatch categories of values, compared once the shapes agree

@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 
 from ofuzz.exec.pool import Pool
-from ofuzz.core import onnx_guard
+from ofuzz.core import onnx_guard, rewrites
 from ofuzz.judge.cut import submodel
 from ofuzz.judge.localise import expose_intermediates
 
@@ -69,6 +69,49 @@ def witnesses(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], 
         peeled += ends
         left = [k for k in left if k not in ends]
     return peeled
+
+
+def edges_to(model: onnx.ModelProto, peeled: list[int]) -> list[str]:
+    """The culprit→witness edges of a repro ("Reshape>Squeeze"): a culprit's output read by a peeled witness."""
+    made = {o: n.op_type for i, n in enumerate(model.graph.node) if i not in peeled for o in n.output if o}
+    return sorted({f"{made[t]}>{model.graph.node[i].op_type}" for i in peeled for t in model.graph.node[i].input if t in made})
+
+
+def needs_adjacency(model: onnx.ModelProto, feeds: dict[str, np.ndarray], peeled: list[int],
+                    right_without: Callable[[onnx.ModelProto, dict[str, np.ndarray]], bool]) -> list[str]:
+    """The culprit→witness edges an upstream failure needs (empty: none): with an Identity on each, the same values
+    flow but no culprit feeds its witness directly, and `right_without` (the blamed engine runs the rewritten repro
+    right) says the failure went. A bad tensor handed on stays bad through an Identity; a converter's rewrite of the
+    pair (onnx2tf folding two consecutive Adds' constants, skipping a Reshape whose consumers are all Squeezes) does
+    not happen, so the defect is in the pair, not in the culprit alone."""
+    if not peeled:
+        return []
+    culprits = [i for i in range(len(model.graph.node)) if i not in peeled]
+    apart = rewrites.apply("identity_between", model, feeds, frozenset(), {"from": culprits, "to": peeled})
+    if apart is None:
+        return []
+    return edges_to(model, peeled) if right_without(*apart) else []
+
+
+def failing_alone(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], culprits: list[int], blamed: str,
+                  value_engine: str, also_runs: Callable[[onnx.ModelProto, dict[str, np.ndarray]], bool] | None = None) -> list[str] | None:
+    """The operators among an upstream failure's culprits that fail on `blamed` cut out alone, fed the values they get
+    in the repro (None: the values could not be had). A culprit that runs alone only carries a bad tensor on; one that
+    fails alone is a defect of its own (hand triage 25: a GRU after a Reshape, whose own output layout was wrong, had
+    joined `upstream Reshape` because its operators held a Reshape)."""
+    exposed, _ = expose_intermediates(model)
+    prep, run = pool.execute_model(exposed, feeds, [value_engine]).get(value_engine, (None, None))
+    if prep is None or not prep.ok or run is None or not run.ok:
+        return None
+    failing = set()
+    for i in culprits:
+        built = submodel(model, [i], run.outputs, feeds)
+        if built is None:
+            return None
+        p1, r1 = pool.execute_model(*built, [blamed]).get(blamed, (None, None))
+        if p1 is None or not p1.ok or r1 is None or not r1.ok or (also_runs is not None and not also_runs(*built)):
+            failing.add(model.graph.node[i].op_type)
+    return sorted(failing)
 
 
 def peeled_nodes(model: onnx.ModelProto, witness_ops: list[str]) -> list[int]:
