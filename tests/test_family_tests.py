@@ -186,7 +186,7 @@ def test_a_slice_stepping_backward_spelled_out_as_a_gather_computes_the_same_fun
     import onnxruntime as ort
     from onnx.reference import ReferenceEvaluator
 
-    from ofuzz.core.prose_defaults import negative_steps_spelled_out
+    from ofuzz.core.prose_defaults import backward_steps_reversed, negative_steps_spelled_out
 
     rng, checked = np.random.default_rng(0), 0
     for _ in range(300):
@@ -206,6 +206,10 @@ def test_a_slice_stepping_backward_spelled_out_as_a_gather_computes_the_same_fun
         want = ReferenceEvaluator(m).run(None, x)[0]
         np.testing.assert_array_equal(ReferenceEvaluator(out).run(None, x)[0], want)
         np.testing.assert_array_equal(ort.InferenceSession(out.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0], want)
+        forward, _ = backward_steps_reversed(m, {"x": shape})  # the trigger's control: the same elements, stepping forward
+        assert {n.op_type for n in forward.graph.node} == {"Slice"}
+        backward = [int(a) for a, st in zip(values[2], values[3]) if st < 0]
+        np.testing.assert_array_equal(ReferenceEvaluator(forward).run(None, x)[0], np.flip(want, axis=backward))
     assert checked > 50
     before = [onnx.numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("s", [-9]), ("e", [-10]), ("ax", [0]), ("st", [-1]))]
     g = helper.make_graph([helper.make_node("Slice", ["x", "s", "e", "ax", "st"], ["y"])], "g", [helper.make_tensor_value_info("x", F, [4])],

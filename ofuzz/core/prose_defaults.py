@@ -229,6 +229,31 @@ def negative_steps_spelled_out(model: onnx.ModelProto, shapes: dict[str, tuple[i
     return out, sorted(set(wrote))
 
 
+def backward_steps_reversed(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> tuple[onnx.ModelProto, list[str]]:
+    """A copy with every backward-stepping Slice (as negative_steps_spelled_out takes them) stepping forward over the
+    same elements instead: the same handler, the same elements, in ascending order. The control of the backward-step
+    trigger: a Gather in its place may also dodge a defect of the Slice handler that has nothing to do with the step's
+    sign (onnx2tf's default mode mishandles a Slice's layout either way)."""
+    from onnx import numpy_helper
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    wrote = []
+    for node in out.graph.node:
+        plan = _backward_axes(node, inits, shapes.get(node.input[0]) if node.input else None)
+        if plan is None:
+            continue
+        forward, backward = plan
+        parts = forward + [(picked[-1], picked[0] + 1, axis, -(picked[1] - picked[0]) if len(picked) > 1 else 1) for axis, picked in backward]
+        names = [f"{node.output[0]}__reversed_{w}" for w in ("starts", "ends", "axes", "steps")]
+        for name, values in zip(names, zip(*parts)):
+            out.graph.initializer.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
+        node.input[1:5] = names
+        wrote.append("Slice.steps")
+    return out, sorted(set(wrote))
+
+
 def _backward_axes(node: onnx.NodeProto, inits: dict, shape: tuple[int, ...] | None) -> tuple[list, list] | None:
     """Of a Slice-10+ node with constant slice inputs, a known input shape and a negative step: its forward-stepping
     (start, end, axis, step) and, per backward-stepping axis, (axis, the indices it selects); None otherwise (or when a

@@ -10,8 +10,8 @@ import numpy as np
 import onnx
 
 from ofuzz.core import onnx_guard
-from ofuzz.core.prose_defaults import (auto_pad_written_out, negative_steps_spelled_out, schema_defaults_written_out, slices_spelled_out,
-                                      written_out)
+from ofuzz.core.prose_defaults import (auto_pad_written_out, backward_steps_reversed, negative_steps_spelled_out,
+                                      schema_defaults_written_out, slices_spelled_out, written_out)
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.exec.runner import EnginePool
 from ofuzz.judge.judging import Judged, Policy, judge_in_memory
@@ -77,12 +77,17 @@ def slice_steps_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[st
                         status: str, crashed: bool = False, shape: bool = False) -> list[str]:
     """["Slice.steps"] when a reduced repro's failure needs a Slice that steps backward: with the elements it selects
     gathered instead (prose_defaults.negative_steps_spelled_out), `engine` runs it (a failure) or also agrees with two
-    voters (a wrong value)."""
+    voters (a wrong value), and so it does with the same Slice stepping forward over the same elements
+    (backward_steps_reversed): the step's sign is the trigger, not the Slice handler as such (onnx2tf's default mode
+    mishandles a Slice's layout whichever way it steps, which a Gather in its place dodges too)."""
     shapes = static_shapes(model, feeds)
     if shapes is None:
         return []
     fixed, wrote = negative_steps_spelled_out(model, shapes)
-    return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
+    if not wrote or not goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape):
+        return []
+    forward, _ = backward_steps_reversed(model, shapes)
+    return wrote if goes_away(pool, forward, feeds, engine, policy, status, crashed, shape) else []
 
 
 def static_shapes(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]] | None:
