@@ -1012,9 +1012,12 @@ def test_failures_at_one_source_line_of_a_converter_are_one_root_cause():
                                   root("i5", "tensorflow-nhwc", "utils/common_functions.py:717:convert_axis via ops/Squeeze.py:80:make_node",
                                        "exception:IndexError", ("Reshape", "Squeeze"), "tensorflow"),
                                   root("i6", "tensorflow-nhwc", "utils/common_functions.py:717:convert_axis via ops/Shape.py:60:make_node",
-                                       "exception:IndexError", ("Shape", "Relu"), "tensorflow")]}
+                                       "exception:IndexError", ("Shape", "Relu"), "tensorflow"),
+                                  # a witness's line is where a bad tensor was met, not the upstream culprit's defect
+                                  root("u7", "tensorflow-nhwc", "ops/Mean.py:83:make_node", "exception:ValueError", ("Mean",), "tensorflow"),
+                                  root("u8", "tensorflow-nhwc", "ops/Mean.py:83:make_node", "upstream", ("Add",), "tensorflow")]}
     absorb_same_source_line(roots)
-    assert sorted(roots) == ["c7", "d3", "i4", "i5", "l0", "l9", "m6", "o5", "s1", "v3", "x1"] and roots["s1"]["absorbed"] == ["s2"]
+    assert sorted(roots) == ["c7", "d3", "i4", "i5", "l0", "l9", "m6", "o5", "s1", "u7", "u8", "v3", "x1"] and roots["s1"]["absorbed"] == ["s2"]
     assert roots["d3"]["absorbed"] == ["d4"] and roots["o5"]["absorbed"] == ["o8"] and roots["x1"]["absorbed"] == ["x2"]
     assert roots["i4"]["absorbed"] == ["i6"]
 

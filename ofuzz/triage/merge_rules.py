@@ -316,9 +316,14 @@ def absorb_same_source_line(roots: Roots) -> None:
 
 
 def _raised(key: dict[str, Any]) -> bool:
-    """Did the engine raise (at a source line it can report)? A conversion or run failure, or a divergence whose node
-    failed once its intermediates were exposed (`DCF failure`): hand triage 22 found onnx2tf's CenterCropPad.py:149 as a
-    `DCF failure` of the keep-shape mode and as a default-mode conversion failure, two root causes of one line."""
+    """Did the engine raise in the key's own operators (at a source line it can report)? A conversion or run failure,
+    or a divergence whose node failed once its intermediates were exposed (`DCF failure`): hand triage 22 found
+    onnx2tf's CenterCropPad.py:149 as a `DCF failure` of the keep-shape mode and as a default-mode conversion failure,
+    two root causes of one line. Not an `upstream` or `pattern` failure: it raised in a witness, whose line shows where
+    the bad tensor was met, not the defect (onnx2tf's Mean.py:83 tf.stack raised for Mean's own unequal shapes and as
+    the witness of an Add handing on an NCHW tensor: two defects)."""
+    if key["failure"] in (UPSTREAM, PATTERN):
+        return False
     return (key["status"] in FAILED and not crash_or_hang(key["failure"])) or (key["status"] == DCF and key["failure"] == "failure")
 
 
@@ -342,8 +347,11 @@ def absorb_same_line_in_users_mode(roots: Roots) -> None:
     failing at L (`same-source-line`'s unit): hand triage 25 found onnx2tf's ReverseSequence.py:79 passing ONNX axes to
     tf.reverse_sequence as a keep-shape run failure and as a default-mode conversion failure, two root causes."""
     def users_place(r: dict[str, Any]) -> str | None:
+        # its users'-mode line is one of its own operators' (checked at export), an upstream culprit's included
+        k = r["key"]
         places = {_place(w) for w in r.get("users_where") or set()}
-        return next(iter(places)) if len(places) == 1 and not r.get("where") and _raised(r["key"]) else None
+        failed = k["status"] in FAILED and not crash_or_hang(k["failure"]) or k["status"] == DCF and k["failure"] == "failure"
+        return next(iter(places)) if len(places) == 1 and not r.get("where") and failed else None
 
     def own_place(r: dict[str, Any]) -> str | None:
         places = {_place(w) for w in r.get("where") or set()}
