@@ -186,7 +186,7 @@ def test_a_slice_stepping_backward_spelled_out_as_a_gather_computes_the_same_fun
     import onnxruntime as ort
     from onnx.reference import ReferenceEvaluator
 
-    from ofuzz.core.prose_defaults import backward_steps_reversed, negative_steps_spelled_out
+    from ofuzz.core.shorthands import backward_steps_reversed, negative_steps_spelled_out
 
     rng, checked = np.random.default_rng(0), 0
     for _ in range(300):
@@ -215,6 +215,40 @@ def test_a_slice_stepping_backward_spelled_out_as_a_gather_computes_the_same_fun
     g = helper.make_graph([helper.make_node("Slice", ["x", "s", "e", "ax", "st"], ["y"])], "g", [helper.make_tensor_value_info("x", F, [4])],
                           [helper.make_tensor_value_info("y", F, None)], before)
     assert negative_steps_spelled_out(helper.make_model(g), {"x": (4,)})[1] == []
+
+
+def test_a_resize_over_named_axes_spelled_out_over_every_axis_computes_the_same_function():
+    """The shorthand test for Resize-18's `axes`: scales 1 (sizes the dimension, roi [0, 1]) on the axes it leaves out is
+    the same function, for scales and sizes, in every mode (onnxruntime and the reference alike); a sizes Resize whose
+    keep_aspect_ratio_policy takes its ratio over the named axes only is left alone."""
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+
+    from ofuzz.core.shorthands import resize_axes_spelled_out
+
+    rng = np.random.default_rng(0)
+    cases = [({"mode": "nearest"}, [2, 3], "scales", [2.0, 3.0]), ({"mode": "linear"}, [3], "scales", [0.5]),
+             ({"mode": "cubic"}, [-1, -2], "scales", [1.5, 2.0]), ({"mode": "nearest"}, [1, 3], "sizes", [5, 7]),
+             ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}, [2, 3], "scales+roi", [2.0, 2.0])]
+    for attrs, axes, kind, values in cases:
+        consts = [onnx.numpy_helper.from_array(np.array(values, np.int64 if kind == "sizes" else np.float32), "v")]
+        inputs = ["x", "", "v"] if kind == "scales" else ["x", "", "", "v"] if kind == "sizes" else ["x", "roi", "v"]
+        if kind == "scales+roi":
+            consts.append(onnx.numpy_helper.from_array(np.array([0.1, 0.2, 0.9, 0.7], np.float32), "roi"))
+        g = helper.make_graph([helper.make_node("Resize", inputs, ["y"], name="n0_Resize", axes=axes, **attrs)], "g",
+                              [helper.make_tensor_value_info("x", F, [1, 2, 4, 5])], [helper.make_tensor_value_info("y", F, None)], consts)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+        out, wrote = resize_axes_spelled_out(m, {"x": (1, 2, 4, 5)})
+        assert wrote == ["Resize.axes"] and not any(a.name == "axes" for a in out.graph.node[0].attribute), (attrs, axes, kind)
+        x = {"x": rng.uniform(-1, 1, (1, 2, 4, 5)).astype(np.float32)}
+        run = lambda mm: ort.InferenceSession(mm.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]  # noqa: E731
+        want = run(m)  # the reference rejects negative Resize axes ("axes don't match array"): onnxruntime judges the original
+        np.testing.assert_allclose(run(out), want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(ReferenceEvaluator(out).run(None, x)[0], want, rtol=1e-5, atol=1e-5)
+    ratio = helper.make_graph([helper.make_node("Resize", ["x", "", "", "v"], ["y"], axes=[2, 3], keep_aspect_ratio_policy="not_larger")], "g",
+                              [helper.make_tensor_value_info("x", F, [1, 2, 4, 5])], [helper.make_tensor_value_info("y", F, None)],
+                              [onnx.numpy_helper.from_array(np.array([8, 8], np.int64), "v")])
+    assert resize_axes_spelled_out(helper.make_model(ratio, opset_imports=[helper.make_opsetid("", 19)]), {"x": (1, 2, 4, 5)})[1] == []
 
 
 def test_a_family_no_rewrite_can_test_is_tested_by_reading_the_output(tmp_path):

@@ -1349,6 +1349,39 @@ def test_a_slice_stepping_backward_is_a_shown_trigger_of_mnns_wrong_values_and_c
             assert slice_steps_trigger(pool, model, feeds, "mnn", Policy.default(), "DCF") == ["Slice.steps"], g.node[-1].op_type
 
 
+def test_resize_axes_and_a_misread_keepdims_behind_a_consumer_are_shown_triggers_of_mnn(tmp_path):
+    """Real MNN 3.6.1 (hand triage 26 and the issue): Resize-18 with `axes` came back as a wrong shape (scales [2, 3]) and
+    as a run failure (scales [3, 0.5], read as absolute sizes): with scales over every axis MNN is right on both, so both
+    are keyed by that shorthand. And a ReduceL2 that omits keepdims, whose Unsqueeze consumer then fails, is right with
+    keepdims written at its schema default: keyed by the omitted default, as MNN's one-node ReduceL2 wrong shape is."""
+    from onnx import numpy_helper
+
+    from ofuzz.judge.judging import Policy
+    from ofuzz.triage.triggers import resize_axes_trigger, rewrite_verdict, schema_defaults_trigger
+
+    rng = np.random.default_rng(0)
+
+    def resize(scales: list[float]) -> onnx.ModelProto:
+        g = helper.make_graph([helper.make_node("Resize", ["x", "", "s"], ["y"], name="n0_Resize", axes=[2, 3])], "g",
+                              [helper.make_tensor_value_info("x", F, [1, 1, 1, 2])], [helper.make_tensor_value_info("y", F, None)],
+                              [numpy_helper.from_array(np.array(scales, np.float32), "s")])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+
+    reduce = helper.make_graph([helper.make_node("ReduceL2", ["x", "ax"], ["r"], name="n0_ReduceL2"),
+                                helper.make_node("Unsqueeze", ["r", "ax2"], ["y"], name="n1_Unsqueeze")], "g",
+                               [helper.make_tensor_value_info("x", F, [1, 1, 1, 1])], [helper.make_tensor_value_info("y", F, None)],
+                               [numpy_helper.from_array(np.array([-4, -3, -1], np.int64), "ax"), numpy_helper.from_array(np.array([-2], np.int64), "ax2")])
+    upstream = helper.make_model(reduce, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    x = {"x": rng.uniform(0.5, 1, (1, 1, 1, 2)).astype(np.float32)}
+    with started_pool(tmp_path / "mnn", ["onnxruntime", "reference", "mnn"], "mnn") as (specs, pool):
+        for scales, status in (([2.0, 3.0], "DCF"), ([3.0, 0.5], "IF")):
+            assert rewrite_verdict(pool, resize(scales), x, "mnn", Policy.default()).verdict.results["mnn"].status == status
+            assert resize_axes_trigger(pool, resize(scales), x, "mnn", Policy.default(), status, shape=status == "DCF") == ["Resize.axes"]
+        one = {"x": np.full((1, 1, 1, 1), 0.7, np.float32)}
+        assert rewrite_verdict(pool, upstream, one, "mnn", Policy.default()).verdict.results["mnn"].status == "IF"
+        assert schema_defaults_trigger(pool, upstream, one, "mnn", Policy.default(), status="IF") == ["ReduceL2.keepdims"]
+
+
 def test_a_defect_behind_the_trigger_of_a_failure_moved_to_the_users_mode_is_triaged_in_that_mode(tmp_path):
     """A conversion failure the users' mode shares is reduced there (second_opinion.py); when a trigger rewrite then shows
     its cause, what hides behind it is re-judged in that same pool, as that engine's finding (c53: onnx2tf's Slice

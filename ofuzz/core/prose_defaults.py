@@ -10,7 +10,6 @@ agrees, the omitted attribute is the trigger, and that is the root cause. The ge
 """
 from __future__ import annotations
 
-import numpy as np
 import onnx
 from onnx import helper
 
@@ -183,109 +182,6 @@ def slices_spelled_out(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[st
     del out.graph.node[:]
     out.graph.node.extend(nodes)
     return out, sorted(set(wrote))
-
-
-def negative_steps_spelled_out(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> tuple[onnx.ModelProto, list[str]]:
-    """A copy with every Slice that steps backward along an axis (constant starts, ends, axes, steps; `shapes`: each
-    Slice input's full shape) replaced by a Gather of exactly the elements it selects on that axis, after a Slice over its
-    forward-stepping axes if any, and what was replaced ("Slice.steps"). The spec: "If a negative value is passed for
-    step, it represents slicing backward"; the Gather spells that out, so an engine right on it mishandles the backward
-    step (hand triage 23: MNN's negative-step Slice came back as a one-node wrong value and as a three-node repro whose
-    Slice crashed)."""
-    from onnx import numpy_helper
-
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    wrote, nodes = [], []
-    for node in out.graph.node:
-        plan = _backward_axes(node, inits, shapes.get(node.input[0]) if node.input else None)
-        if plan is None:
-            nodes.append(node)
-            continue
-        forward, backward = plan
-        src = node.input[0]
-        if forward:
-            names = [f"{node.output[0]}__forward_{w}" for w in ("starts", "ends", "axes", "steps")]
-            for name, values in zip(names, zip(*forward)):
-                out.graph.initializer.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
-            src = f"{node.output[0]}__forward" if backward else node.output[0]
-            nodes.append(helper.make_node("Slice", [node.input[0], *names], [src], name=f"{node.name}__forward"))
-        for k, (axis, picked) in enumerate(backward):
-            idx = f"{node.output[0]}__backward{k}_indices"
-            out.graph.initializer.append(numpy_helper.from_array(np.array(picked, dtype=np.int64), idx))
-            dst = node.output[0] if k == len(backward) - 1 else f"{node.output[0]}__backward{k}"
-            nodes.append(helper.make_node("Gather", [src, idx], [dst], name=f"{node.name}__backward{k}", axis=int(axis)))
-            src = dst
-        wrote.append("Slice.steps")
-    if not wrote:
-        return out, []
-    del out.graph.node[:]
-    out.graph.node.extend(nodes)
-    read = {i for n in nodes for i in n.input}
-    kept = [t for t in out.graph.initializer if t.name in read]  # the replaced Slices' starts, ends, axes and steps go
-    del out.graph.initializer[:]
-    out.graph.initializer.extend(kept)
-    return out, sorted(set(wrote))
-
-
-def backward_steps_reversed(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> tuple[onnx.ModelProto, list[str]]:
-    """A copy with every backward-stepping Slice (as negative_steps_spelled_out takes them) stepping forward over the
-    same elements instead: the same handler, the same elements, in ascending order. The control of the backward-step
-    trigger: a Gather in its place may also dodge a defect of the Slice handler that has nothing to do with the step's
-    sign (onnx2tf's default mode mishandles a Slice's layout either way)."""
-    from onnx import numpy_helper
-
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    wrote = []
-    for node in out.graph.node:
-        plan = _backward_axes(node, inits, shapes.get(node.input[0]) if node.input else None)
-        if plan is None:
-            continue
-        forward, backward = plan
-        parts = forward + [(picked[-1], picked[0] + 1, axis, -(picked[1] - picked[0]) if len(picked) > 1 else 1) for axis, picked in backward]
-        names = [f"{node.output[0]}__reversed_{w}" for w in ("starts", "ends", "axes", "steps")]
-        for name, values in zip(names, zip(*parts)):
-            out.graph.initializer.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
-        node.input[1:5] = names
-        wrote.append("Slice.steps")
-    return out, sorted(set(wrote))
-
-
-def _backward_axes(node: onnx.NodeProto, inits: dict, shape: tuple[int, ...] | None) -> tuple[list, list] | None:
-    """Of a Slice-10+ node with constant slice inputs, a known input shape and a negative step: its forward-stepping
-    (start, end, axis, step) and, per backward-stepping axis, (axis, the indices it selects); None otherwise (or when a
-    backward axis selects nothing, or starts before the first element, where the spec's clamping and numpy's differ)."""
-    if node.op_type != "Slice" or node.domain not in ("", "ai.onnx") or len(node.input) < 5 or not shape or not all(shape):
-        return None
-    given = node.input[1:5]
-    if any(g and g not in inits for g in given) or not all(given[:2]) or not given[3]:
-        return None
-    starts, ends, steps = (inits[g].reshape(-1).astype(np.int64) for g in (given[0], given[1], given[3]))
-    axes = inits[given[2]].reshape(-1).astype(np.int64) if given[2] else np.arange(len(starts), dtype=np.int64)
-    if not (len(starts) == len(ends) == len(axes) == len(steps)) or not (steps < 0).any() or (steps == 0).any():
-        return None
-    forward, backward = [], []
-    for start, end, axis, step in zip(starts, ends, axes, steps):
-        axis = int(axis) + len(shape) if axis < 0 else int(axis)
-        if not 0 <= axis < len(shape):
-            return None
-        if step > 0:
-            forward.append((int(start), int(end), axis, int(step)))
-            continue
-        dim = shape[axis]
-        first = int(start) + dim if start < 0 else int(start)
-        if first < 0:  # the spec clamps such a start to 0, numpy (and the reference) select nothing: leave it alone
-            return None
-        first = min(first, dim - 1)
-        last = min(max(int(end) + dim if end < 0 else int(end), -1), dim - 1)
-        picked = list(range(first, last, int(step)))
-        if not picked:
-            return None
-        backward.append((axis, picked))
-    return forward, backward
 
 
 def _slice_parts(node: onnx.NodeProto, inits: dict) -> list | None:

@@ -30,8 +30,8 @@ import onnx
 from ofuzz.store.campaign_dir import FINDING
 from ofuzz.core.vocab import IF, MCF
 from ofuzz.core.npz import load_npz
-from ofuzz.core.prose_defaults import (auto_pad_written_out, negative_steps_spelled_out, schema_defaults_written_out, slices_spelled_out,
-                                      written_out)
+from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
+from ofuzz.core.shorthands import negative_steps_spelled_out, resize_axes_spelled_out
 from ofuzz.core.vocab import BUG, DCF, DCP, SPLIT, UNCONFIRMED, UNDEFINED
 from ofuzz.exec.engines.client import STEP_LIMIT
 from ofuzz.exec.engines.registry import EngineSpec
@@ -44,12 +44,12 @@ from ofuzz.judge.signature import Signature, finding_id
 from ofuzz.triage.family_test import run_family_test
 from ofuzz.triage.reduce import Target, reduce_model
 from ofuzz.triage.repro import write_repro
-from ofuzz.triage.rootcause import (RootKey, crash_like, failure_of, key_of, omitted_default_key, pattern_key, schema_default_key,
+from ofuzz.triage.rootcause import (UPSTREAM, RootKey, crash_like, failure_of, key_of, omitted_default_key, pattern_key, schema_default_key,
                                     spelled_out_key, upstream_of)
 from ofuzz.triage.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.triage.repro_facts import facts_of
-from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, omitted_defaults_trigger, static_shapes,
-                                   schema_defaults_trigger, slice_axes_trigger, slice_steps_trigger)
+from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, omitted_defaults_trigger, resize_axes_trigger,
+                                   schema_defaults_trigger, slice_axes_trigger, slice_steps_trigger, static_shapes)
 from ofuzz.triage.undefined_path import undefined_on_the_way
 from ofuzz.triage.witness import failing_alone, needs_adjacency, without, witnesses
 
@@ -306,14 +306,15 @@ def _triggered_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.M
     if wrote:  # written out at their spec defaults, the engine runs it and agrees: the omission is the root cause
         info["trigger"] = {"omitted": wrote}
         return omitted_default_key(key, wrote), ("omitted", wrote)
-    if status == DCF and key.failure in ("shape", "value") and len(model.graph.node) == 1:
-        wrote = schema_defaults_trigger(pool, model, feeds, engine, policy, shape)
+    if (status == DCF and key.failure in ("shape", "value") and len(model.graph.node) == 1) or key.failure == UPSTREAM:
+        wrote = schema_defaults_trigger(pool, model, feeds, engine, policy, shape, status)
         if wrote:  # written out at their schema defaults, the engine agrees: it has the default wrong
             info["trigger"] = {"schema_default": wrote}
             return schema_default_key(key, wrote), ("schema_default", wrote)
     spelled = (auto_pad_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
                or slice_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
-               or slice_steps_trigger(pool, model, feeds, engine, policy, status, crashed, shape))
+               or slice_steps_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
+               or resize_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape))
     if spelled:  # with the explicit pads auto_pad stands for, the engine runs it and agrees: auto_pad is the root cause
         info["trigger"] = {"spelled_out": spelled}
         return spelled_out_key(key, spelled), ("spelled_out", spelled)
@@ -395,8 +396,11 @@ def rewrite_original(model: onnx.ModelProto, kind: str, wrote: list[str], feeds:
         shapes = static_shapes(model, feeds)
         if shapes is None:
             return None
-        # a Slice stepping backward, as a Gather of what it selects; else auto_pad as the pads it stands for
-        fixed, did = negative_steps_spelled_out(model, shapes) if wrote == ["Slice.steps"] else auto_pad_written_out(model, shapes)
+        # a Slice stepping backward, as a Gather of what it selects; a Resize's axes, as scales over every axis; else
+        # auto_pad as the pads it stands for
+        spell = {"Slice.steps": negative_steps_spelled_out, "Resize.axes": resize_axes_spelled_out}.get(wrote[0] if len(wrote) == 1 else "",
+                                                                                                   auto_pad_written_out)
+        fixed, did = spell(model, shapes)
     return fixed if did else None
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import onnx
 
 from ofuzz.core import onnx_guard
-from ofuzz.core.prose_defaults import (auto_pad_written_out, backward_steps_reversed, negative_steps_spelled_out,
-                                      schema_defaults_written_out, slices_spelled_out, written_out)
+from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
+from ofuzz.core.shorthands import backward_steps_reversed, negative_steps_spelled_out, resize_axes_spelled_out
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.exec.runner import EnginePool
 from ofuzz.judge.judging import Judged, Policy, judge_in_memory
@@ -37,15 +37,16 @@ def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: di
 
 
 def schema_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str,
-                            policy: Policy, shape: bool = False) -> list[str]:
-    """The omitted schema-default attributes ("ReduceSumSquare.keepdims") a one-node repro's wrong shape needs: with them
-    written at their defaults (see prose_defaults.schema_defaults_written_out) `engine` agrees with two voters. All of
-    them first, then each alone, to name the one that matters. Only for a wrong shape, where a misread default
-    (keepdims, axis) shows, so the export spends one extra judgement on few findings; empty when nothing was omitted or
-    it still fails."""
+                            policy: Policy, shape: bool = False, status: str = DCF) -> list[str]:
+    """The omitted schema-default attributes ("ReduceSumSquare.keepdims") a one-node repro's wrong output, or an upstream
+    failure, needs: with them written at their defaults (see prose_defaults.schema_defaults_written_out) `engine` agrees
+    with two voters (`status` DCF) or runs the repro (IF/MCF). All of them first, then each alone, to name the one that
+    matters. Asked of few findings (a misread default shows as a wrong shape, or as the bad tensor a culprit hands on:
+    hand triage 26 found MNN's keepdims default of ReduceL1/L2 behind two `upstream` run failures); empty when nothing
+    was omitted or it still fails."""
     def fixes(only: set[str] | None) -> list[str]:
         fixed, wrote = schema_defaults_written_out(model, only)
-        return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, DCF, shape=shape) else []
+        return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, shape=shape) else []
 
     every = fixes(None)
     alone = [w for name in every for w in fixes({name})] if len(every) > 1 else []
@@ -88,6 +89,20 @@ def slice_steps_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[st
         return []
     forward, _ = backward_steps_reversed(model, shapes)
     return wrote if goes_away(pool, forward, feeds, engine, policy, status, crashed, shape) else []
+
+
+def resize_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
+                        status: str, crashed: bool = False, shape: bool = False) -> list[str]:
+    """["Resize.axes"] when a reduced repro's failure needs a Resize that names `axes`: with its roi, scales or sizes
+    covering every axis instead (shorthands.resize_axes_spelled_out), `engine` runs it (a failure) or also agrees with
+    two voters (a wrong value)."""
+    if not any(n.op_type == "Resize" and any(a.name == "axes" for a in n.attribute) for n in model.graph.node):
+        return []
+    shapes = static_shapes(model, feeds)
+    if shapes is None:
+        return []
+    fixed, wrote = resize_axes_spelled_out(model, shapes)
+    return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
 
 
 def static_shapes(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]] | None:
