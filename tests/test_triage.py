@@ -839,6 +839,9 @@ def test_prose_defaults_are_written_out_only_where_omitted():
     assert wrote == ["LpPool.pads", "LpPool.strides", "MaxPool.dilations"]
     onnx.checker.check_model(fixed, full_check=True)
     assert all(omitted(n, fixed) == {} for n in fixed.graph.node) and len(m.graph.node[0].attribute) == 1  # a copy
+    shape = helper.make_model(helper.make_graph([helper.make_node("Shape", ["x"], ["y"], start=1)], "g", [helper.make_tensor_value_info("x", F, [1, 2, 3])],
+                                                [helper.make_tensor_value_info("y", onnx.TensorProto.INT64, [2])]), opset_imports=[helper.make_opsetid("", 17)])
+    assert omitted(shape.graph.node[0], shape) == {"end": 3} and written_out(shape)[1] == ["Shape.end"]  # "upto the last one"
 
 
 def test_mnn_pools_without_strides_are_one_root_cause_whatever_the_operator_and_stage(tmp_path):
@@ -1380,6 +1383,40 @@ def test_resize_axes_and_a_misread_keepdims_behind_a_consumer_are_shown_triggers
         one = {"x": np.full((1, 1, 1, 1), 0.7, np.float32)}
         assert rewrite_verdict(pool, upstream, one, "mnn", Policy.default()).verdict.results["mnn"].status == "IF"
         assert schema_defaults_trigger(pool, upstream, one, "mnn", Policy.default(), status="IF") == ["ReduceL2.keepdims"]
+
+
+def test_a_shapes_omitted_end_and_a_reduce_without_axes_are_shown_triggers_of_onnx2tf(tmp_path):
+    """Real onnx2tf 1.29.24 (hand triage 26): Shape with `start` and no `end` ("If the end axis is omitted, the axes upto
+    the last one will be included") is a wrong shape in the keep-shape mode, right with end written out at the rank: keyed
+    by the omitted default. Hand triage 26 took a default-mode conversion failure of Shape(start=-2) for the same defect;
+    it still fails with end written out, so it stays a root cause of its own. A ReduceMin without axes
+    feeding a MatMul fails to convert in the default mode (onnx2tf rewrites it for its own validation run): with every
+    axis written out it converts, keyed by that shorthand as ReduceMean's is."""
+    from onnx import numpy_helper
+
+    from ofuzz.judge.judging import Policy
+    from ofuzz.triage.triggers import omitted_defaults_trigger, reduce_axes_trigger, rewrite_verdict
+
+    def model(nodes, inputs, out, inits=(), opset=17):
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F, s) for n, s in inputs],
+                              [helper.make_tensor_value_info(nodes[-1].output[0], *out)], list(inits))
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+    rng = np.random.default_rng(0)
+    shape_keep = model([helper.make_node("Shape", ["x"], ["y"], name="n0_Shape", start=-1)], [("x", [1, 1, 1, 1])], (onnx.TensorProto.INT64, [1]))
+    shape_users = model([helper.make_node("Shape", ["x"], ["s"], name="n0_Shape", start=-2), helper.make_node("Cast", ["s"], ["c"], name="n1_Cast", to=1),
+                         helper.make_node("Add", ["c", "t"], ["y"], name="n2_Add")], [("x", [1, 1, 1, 2]), ("t", [2])], (F, [2]), opset=19)
+    reduce = model([helper.make_node("ReduceMin", ["x"], ["r"], name="n1_ReduceMin"), helper.make_node("Pad", ["r", "pads"], ["p"], name="n2_Pad"),
+                    helper.make_node("MatMul", ["x", "p"], ["y"], name="n3_MatMul")], [("x", [22, 15, 1, 2, 1])], (F, [22, 15, 1, 2, 1]),
+                   [numpy_helper.from_array(np.array([8, 7, 0, 0, 0, 13, 7, 0, 0, 0], np.int64), "pads")], opset=20)
+    cases = [("tensorflow", shape_keep, {"x": rng.uniform(-1, 1, (1, 1, 1, 1)).astype(np.float32)}, "DCF", omitted_defaults_trigger, ["Shape.end"]),
+             ("tensorflow-nhwc", shape_users, {"x": rng.uniform(-1, 1, (1, 1, 1, 2)).astype(np.float32), "t": rng.uniform(-1, 1, 2).astype(np.float32)},
+              "MCF", omitted_defaults_trigger, []),  # fails with end written too (IndexError in Shape.py): another defect
+             ("tensorflow-nhwc", reduce, {"x": rng.uniform(-1, 1, (22, 15, 1, 2, 1)).astype(np.float32)}, "MCF", reduce_axes_trigger, ["Reduce.axes"])]
+    for engine, m, feeds, status, trigger, wrote in cases:
+        with started_pool(tmp_path / f"{engine}-{len(m.graph.node)}", ["onnxruntime", "reference", engine], engine) as (specs, pool):
+            assert rewrite_verdict(pool, m, feeds, engine, Policy.default()).verdict.results[engine].status == status
+            assert trigger(pool, m, feeds, engine, Policy.default(), status, shape=status == "DCF") == wrote, (engine, wrote)
 
 
 def test_a_defect_behind_the_trigger_of_a_failure_moved_to_the_users_mode_is_triaged_in_that_mode(tmp_path):

@@ -39,8 +39,27 @@ def _takes(node: onnx.NodeProto, name: str, opset: int) -> bool:
         return False
 
 
-def omitted(node: onnx.NodeProto, model: onnx.ModelProto) -> dict[str, list[int]]:
-    """The prose-default attributes this node leaves out, with the values they stand for (pads only without auto_pad)."""
+def _rank_of(name: str, model: onnx.ModelProto) -> int | None:
+    """The rank of a graph input, initializer or inferred tensor (None: unknown)."""
+    for t in model.graph.initializer:
+        if t.name == name:
+            return len(t.dims)
+    for v in [*model.graph.input, *model.graph.value_info, *model.graph.output]:
+        if v.name == name and v.type.tensor_type.HasField("shape"):
+            return len(v.type.tensor_type.shape.dim)
+    return None
+
+
+def omitted(node: onnx.NodeProto, model: onnx.ModelProto) -> dict[str, list[int] | int]:
+    """The prose-default attributes this node leaves out, with the values they stand for (pads only without auto_pad).
+    Also Shape-15's `end`: "If the end axis is omitted, the axes upto the last one will be included" (its schema has no
+    default value; hand triage 26: onnx2tf's Shape.py slices only when both start and end are given, a wrong shape in one
+    mode and a conversion failure in the other)."""
+    if node.op_type == "Shape" and node.domain in ("", "ai.onnx") and node.input:
+        rank = _rank_of(node.input[0], model)
+        given = {a.name for a in node.attribute}
+        opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
+        return {"end": rank} if rank is not None and "end" not in given and _takes(node, "end", opset) else {}
     if node.op_type not in SPATIAL_OPS or node.domain not in ("", "ai.onnx"):
         return {}
     n = _spatial_rank(node, model)

@@ -162,3 +162,44 @@ def resize_axes_spelled_out(model: onnx.ModelProto, shapes: dict[str, tuple[int,
     return out, sorted(set(wrote))
 
 
+REDUCE_OPS = ("ReduceMax", "ReduceMin", "ReduceMean", "ReduceSum", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+              "ReduceLogSumExp", "ReduceSumSquare")
+
+
+def reduce_axes_spelled_out(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> tuple[onnx.ModelProto, list[str]]:
+    """A copy with every Reduce that leaves its axes out (and is not a no-op without them) given every axis explicitly,
+    as an attribute or an input as its opset takes them, and what was replaced ("Reduce.axes", one label for the whole
+    operator group: the spec words it alike for each, "Default is to reduce over all the dimensions"). Hand triage 26:
+    onnx2tf rewrites a Reduce without axes for its own validation run and then mishandles its consumer, as ReduceMin
+    and ReduceMean alike; with the axes written out both convert."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
+    taken = {t.name for t in model.graph.initializer} | {o for n in model.graph.node for o in n.output}
+    wrote = []
+    for k, node in enumerate(out.graph.node):
+        if node.op_type not in REDUCE_OPS or node.domain not in ("", "ai.onnx") or not node.input:
+            continue
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        shape = shapes.get(node.input[0])
+        if shape is None or attrs.get("noop_with_empty_axes", 0) or "axes" in attrs or (len(node.input) > 1 and node.input[1]):
+            continue
+        every = list(range(len(shape)))
+        try:
+            as_attribute = "axes" in onnx.defs.get_schema(node.op_type, opset).attributes
+        except onnx.defs.SchemaError:
+            continue
+        if as_attribute:
+            node.attribute.append(helper.make_attribute("axes", every))
+        else:
+            name = f"{node.output[0]}__every_axis"
+            while name in taken:
+                name += "_"
+            taken.add(name)
+            out.graph.initializer.append(numpy_helper.from_array(np.array(every, np.int64), name))
+            if len(node.input) > 1:
+                node.input[1] = name
+            else:
+                node.input.append(name)
+        wrote.append("Reduce.axes")
+    return out, sorted(set(wrote))

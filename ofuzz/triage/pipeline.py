@@ -31,7 +31,7 @@ from ofuzz.store.campaign_dir import FINDING
 from ofuzz.core.vocab import IF, MCF
 from ofuzz.core.npz import load_npz
 from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
-from ofuzz.core.shorthands import negative_steps_spelled_out, resize_axes_spelled_out
+from ofuzz.core.shorthands import negative_steps_spelled_out, reduce_axes_spelled_out, resize_axes_spelled_out
 from ofuzz.core.vocab import BUG, DCF, DCP, SPLIT, UNCONFIRMED, UNDEFINED
 from ofuzz.exec.engines.client import STEP_LIMIT
 from ofuzz.exec.engines.registry import EngineSpec
@@ -48,8 +48,8 @@ from ofuzz.triage.rootcause import (UPSTREAM, RootKey, crash_like, failure_of, k
                                     spelled_out_key, upstream_of)
 from ofuzz.triage.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.triage.repro_facts import facts_of
-from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, omitted_defaults_trigger, resize_axes_trigger,
-                                   schema_defaults_trigger, slice_axes_trigger, slice_steps_trigger, static_shapes)
+from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, omitted_defaults_trigger, reduce_axes_trigger,
+                                   resize_axes_trigger, schema_defaults_trigger, slice_axes_trigger, slice_steps_trigger, static_shapes)
 from ofuzz.triage.undefined_path import undefined_on_the_way
 from ofuzz.triage.witness import failing_alone, needs_adjacency, without, witnesses
 
@@ -314,7 +314,8 @@ def _triggered_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.M
     spelled = (auto_pad_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
                or slice_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
                or slice_steps_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
-               or resize_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape))
+               or resize_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
+               or reduce_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape))
     if spelled:  # with the explicit pads auto_pad stands for, the engine runs it and agrees: auto_pad is the root cause
         info["trigger"] = {"spelled_out": spelled}
         return spelled_out_key(key, spelled), ("spelled_out", spelled)
@@ -398,8 +399,8 @@ def rewrite_original(model: onnx.ModelProto, kind: str, wrote: list[str], feeds:
             return None
         # a Slice stepping backward, as a Gather of what it selects; a Resize's axes, as scales over every axis; else
         # auto_pad as the pads it stands for
-        spell = {"Slice.steps": negative_steps_spelled_out, "Resize.axes": resize_axes_spelled_out}.get(wrote[0] if len(wrote) == 1 else "",
-                                                                                                   auto_pad_written_out)
+        spell = {"Slice.steps": negative_steps_spelled_out, "Resize.axes": resize_axes_spelled_out,
+                 "Reduce.axes": reduce_axes_spelled_out}.get(wrote[0] if len(wrote) == 1 else "", auto_pad_written_out)
         fixed, did = spell(model, shapes)
     return fixed if did else None
 

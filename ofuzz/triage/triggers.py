@@ -11,7 +11,8 @@ import onnx
 
 from ofuzz.core import onnx_guard
 from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
-from ofuzz.core.shorthands import backward_steps_reversed, negative_steps_spelled_out, resize_axes_spelled_out
+from ofuzz.core.shorthands import (REDUCE_OPS, backward_steps_reversed, negative_steps_spelled_out, reduce_axes_spelled_out,
+                                   resize_axes_spelled_out)
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.exec.runner import EnginePool
 from ofuzz.judge.judging import Judged, Policy, judge_in_memory
@@ -102,6 +103,19 @@ def resize_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[st
     if shapes is None:
         return []
     fixed, wrote = resize_axes_spelled_out(model, shapes)
+    return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
+
+
+def reduce_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
+                        status: str, crashed: bool = False, shape: bool = False) -> list[str]:
+    """["Reduce.axes"] when a reduced repro's failure needs a Reduce that leaves its axes out: with every axis written
+    (shorthands.reduce_axes_spelled_out), `engine` runs it (a failure) or also agrees with two voters (a wrong value)."""
+    if not any(n.op_type in REDUCE_OPS for n in model.graph.node):
+        return []
+    shapes = static_shapes(model, feeds)
+    if shapes is None:
+        return []
+    fixed, wrote = reduce_axes_spelled_out(model, shapes)
     return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
 
 
