@@ -280,3 +280,42 @@ def test_a_family_no_rewrite_can_test_is_tested_by_reading_the_output(tmp_path):
         per_channel = run_family_test(pool, quantize([100, 20, 200]), feeds, "mnn", Policy.default(), "DCF", key, "3.6.1")
     assert per_tensor == {"family": "mnn-quantizelinear-uint8-encoding", "reading": "other_8bit_encoding", "fixed": True}, per_tensor
     assert per_channel == {"family": "mnn-quantizelinear-uint8-encoding", "reading": "other_8bit_encoding", "fixed": False}, per_channel
+
+
+def test_mnns_matmul_clamp_and_abs_on_nan_are_tested_families(tmp_path):
+    """Real MNN 3.6.1 (hand triages 25 and 26): its matrix-multiply kernels clamp results to ±FLT_MAX, so a Conv (and a
+    GRU, whose gates are MatMuls) on infinite inputs gives ±3.4e38 where the spec's arithmetic gives ±inf or NaN: read
+    with the bounds as those, the output is the expected one. Its Abs turns NaN into 0, and ReduceL1 is lowered to
+    Sum(Abs): with NaN inputs as 0 both are right. A value wrong besides the clamp reads wrong: not that family."""
+    import os
+
+    from onnx import numpy_helper
+
+    def conv(w: np.ndarray) -> onnx.ModelProto:
+        g = helper.make_graph([helper.make_node("Conv", ["x", "W"], ["y"], name="n0_Conv")], "g", [helper.make_tensor_value_info("x", F, [1, 2, 2, 2])],
+                              [helper.make_tensor_value_info("y", F, [1, 2, 2, 2])], [numpy_helper.from_array(w, "W")])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+    def unary(op: str, out: list[int], **attrs) -> onnx.ModelProto:
+        g = helper.make_graph([helper.make_node(op, ["a"], ["y"], name=f"n0_{op}", **attrs)], "g", [helper.make_tensor_value_info("a", F, [4])],
+                              [helper.make_tensor_value_info("y", F, out)])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+    w = np.array([[[[1.0]], [[-1.0]]], [[[0.0]], [[2.0]]]], np.float32)
+    infinite = {"x": np.array([[[[np.inf, 1.0], [2.0, -np.inf]], [[0.5, np.inf], [1.0, 2.0]]]], np.float32)}
+    nan = {"a": np.array([np.nan, -1.0, 2.0, 3.0], np.float32)}
+    with EnginePool(resolve(["mnn", "onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("mnn is not installed (ofuzz engines --install mnn)")
+        clamped = run_family_test(pool, conv(w), infinite, "mnn", Policy.default(), "DCF", RootKey("mnn", "DCF", "nan", ("Conv",), (), ()), "3.6.1")
+        absolute = run_family_test(pool, unary("Abs", [4]), nan, "mnn", Policy.default(), "DCF", RootKey("mnn", "DCF", "nan", ("Abs",), (), ()), "3.6.1")
+        l1 = run_family_test(pool, unary("ReduceL1", [], keepdims=0), nan, "mnn", Policy.default(), "DCF",
+                             RootKey("mnn", "DCF", "nan", ("ReduceL1",), (), ()), "3.6.1")
+    assert clamped == {"family": "mnn-matmul-clamp", "reading": "non_finite_clamped", "fixed": True}, clamped
+    assert absolute["family"] == "mnn-abs-nan" and absolute["fixed"] and l1["family"] == "mnn-abs-nan" and l1["fixed"], (absolute, l1)
+    from ofuzz.core.readings import non_finite_clamped
+
+    top = np.finfo(np.float32).max
+    assert non_finite_clamped(np.array([top, 1.0], np.float32), np.array([np.inf, 2.0], np.float32)).tolist() == [np.inf, 1.0]  # 1 vs 2 stays wrong
+    assert non_finite_clamped(np.array([-top], np.float32), np.array([np.inf], np.float32)) is None  # the other sign is no clamp
