@@ -24,6 +24,7 @@ from ofuzz.exec.engines.envs import python_for
 from ofuzz.exec.engines.registry import EngineSpec
 
 RUNNER = PACKAGE / "exec" / "engines" / "repro_runner_main.py"
+FLAKY_TRIES = 6  # fresh runs of a repro that does not reproduce, before it is called unconfirmed
 
 
 class _Runner:
@@ -139,7 +140,14 @@ def check_repro(out: Path, spec: EngineSpec | None, timeout: float = 180.0, hang
     got = _runner(spec, str(py)).check(out, timeout)
     if got == 0:  # confirm in a fresh interpreter: earlier repros must not be able to hide this one
         got = _fresh(out, str(py), spec, max(1.0, timeout - (time.perf_counter() - t0)))
-    return _verdict(got)
+    tries = 2
+    while got == 0 and tries < FLAKY_TRIES and time.perf_counter() - t0 < timeout / 2:
+        # an engine that reads memory it never wrote (MNN's unsupported tf_crop_and_resize path) is right on most runs
+        # and wrong on some: its finding showed twice (campaign and re-run), so a few more fresh runs before it is
+        # called unconfirmed; a repro right on every one of them is not reproduced
+        got, tries = _fresh(out, str(py), spec, max(1.0, timeout - (time.perf_counter() - t0))), tries + 1
+    verdict = _verdict(got)
+    return f"{verdict} on run {tries} of repro.py (the engine is not deterministic on it)" if tries > 2 and got != 0 else verdict
 
 
 def _verdict(got: int | str) -> str:
