@@ -22,8 +22,19 @@ def key_text(r: dict[str, Any]) -> str:
     return text + (f" '{k['message'][:60]}'" if k.get("message") else "")
 
 
+def load(path: Path) -> dict[str, Any]:
+    """`ofuzz bugs DIR --json` output, or a one-line error naming the file and the fix."""
+    try:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or not isinstance(data.get("root_causes"), list):
+            raise ValueError("no root_causes list")
+        return data
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"compare_roots: {path} is not `ofuzz bugs DIR --json` output ({exc}); write it with that command")
+
+
 def main(old_json: Path, new_json: Path) -> None:
-    old, new = json.loads(old_json.read_text()), json.loads(new_json.read_text())
+    old, new = load(old_json), load(new_json)
     o = {r["id"]: r for r in old["root_causes"]}
     n = {r["id"]: r for r in new["root_causes"]}
     now_in = {f: r["id"] for r in new["root_causes"] for f in r.get("findings", [])}
