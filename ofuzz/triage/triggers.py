@@ -6,6 +6,8 @@ goes, not who else is right.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import onnx
 
@@ -60,11 +62,7 @@ def auto_pad_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, 
     they stand for, `engine` runs it (a failure) or also agrees with two voters (a wrong value). Empty otherwise."""
     if not any(a.name == "auto_pad" and a.s in (b"SAME_UPPER", b"SAME_LOWER") for n in model.graph.node for a in n.attribute):
         return []
-    shapes = static_shapes(model, feeds)
-    if shapes is None:
-        return []
-    fixed, wrote = auto_pad_written_out(model, shapes)
-    return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
+    return _spelled(auto_pad_written_out, pool, model, feeds, engine, policy, status, crashed, shape)
 
 
 def slice_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
@@ -82,14 +80,8 @@ def slice_steps_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[st
     voters (a wrong value), and so it does with the same Slice stepping forward over the same elements
     (backward_steps_reversed): the step's sign is the trigger, not the Slice handler as such (onnx2tf's default mode
     mishandles a Slice's layout whichever way it steps, which a Gather in its place dodges too)."""
-    shapes = static_shapes(model, feeds)
-    if shapes is None:
-        return []
-    fixed, wrote = negative_steps_spelled_out(model, shapes)
-    if not wrote or not goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape):
-        return []
-    forward, _ = backward_steps_reversed(model, shapes)
-    return wrote if goes_away(pool, forward, feeds, engine, policy, status, crashed, shape) else []
+    wrote = _spelled(negative_steps_spelled_out, pool, model, feeds, engine, policy, status, crashed, shape)
+    return wrote and _spelled(backward_steps_reversed, pool, model, feeds, engine, policy, status, crashed, shape)
 
 
 def resize_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
@@ -99,11 +91,7 @@ def resize_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[st
     two voters (a wrong value)."""
     if not any(n.op_type == "Resize" and any(a.name == "axes" for a in n.attribute) for n in model.graph.node):
         return []
-    shapes = static_shapes(model, feeds)
-    if shapes is None:
-        return []
-    fixed, wrote = resize_axes_spelled_out(model, shapes)
-    return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
+    return _spelled(resize_axes_spelled_out, pool, model, feeds, engine, policy, status, crashed, shape)
 
 
 def reduce_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
@@ -112,10 +100,18 @@ def reduce_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[st
     (shorthands.reduce_axes_spelled_out), `engine` runs it (a failure) or also agrees with two voters (a wrong value)."""
     if not any(n.op_type in REDUCE_OPS for n in model.graph.node):
         return []
+    return _spelled(reduce_axes_spelled_out, pool, model, feeds, engine, policy, status, crashed, shape)
+
+
+def _spelled(spell: Callable[[onnx.ModelProto, dict[str, tuple[int, ...]]], tuple[onnx.ModelProto, list[str]]], pool: EnginePool,
+             model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, status: str, crashed: bool,
+             shape: bool) -> list[str]:
+    """What `spell` (a shorthand rewrite that needs static shapes) replaced, when `engine` then runs the repro or also
+    agrees with two voters; empty when it replaced nothing, shapes are unknown, or the failure stays."""
     shapes = static_shapes(model, feeds)
     if shapes is None:
         return []
-    fixed, wrote = reduce_axes_spelled_out(model, shapes)
+    fixed, wrote = spell(model, shapes)
     return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
 
 
