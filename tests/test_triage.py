@@ -1499,3 +1499,10 @@ def test_a_defect_behind_a_trigger_rewrite_is_triaged_as_its_own_root_cause(tmp_
     assert keys == [("crash", (), ("strides omitted",)), ("value", ("Relu",), ())], keys
     (relu,) = [r for r in roots if list(r["key"]["ops"]) == ["Relu"]]
     assert "revealed behind" in relu["members"][0]["joined_by"]
+
+
+def test_defects_revealed_behind_two_models_of_one_signature_get_two_folders():
+    from ofuzz.triage.pipeline import revealed_folder
+
+    assert revealed_folder("1b2b3943b0") == "1b2b3943b0~r1" and revealed_folder("1b2b3943b0~1") == "1b2b3943b0~r2"
+    assert revealed_folder("1b2b3943b0~3") == "1b2b3943b0~r4"

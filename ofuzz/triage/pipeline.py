@@ -364,12 +364,12 @@ def revealed_behind(case: Case, rewrite: tuple[str, list[str]], budget: float) -
     """A trigger rewrite removes the *first* failure of the finding's model; another defect of the same model may still
     be there (hand triage: MNN's bidirectional GRU and MaxPool-with-Indices sat behind the pools-without-strides crash).
     The same rewrite applied to the original model, re-judged: if the engine still has a bug there, it is triaged as a
-    finding of its own (folder `<id>~r1`), reduced and keyed alone. Returns what was found (None: nothing behind)."""
+    finding of its own (folder `<id>~rN`), reduced and keyed alone. Returns what was found (None: nothing behind)."""
     kind, wrote = rewrite
     rewritten = rewrite_original(case.model, kind, wrote, case.inputs)
     if rewritten is None:
         return None
-    out = case.out.parent / f"{case.fid.split('~')[0]}~r1"
+    out = case.out.parent / revealed_folder(case.fid)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "rewritten.onnx"
     onnx.save(rewritten, str(path))
@@ -383,6 +383,14 @@ def revealed_behind(case: Case, rewrite: tuple[str, list[str]], budget: float) -
            "variant": 0, "extra": {"revealed_behind": {"finding": case.fid, "rewrite": {kind: wrote}}, **moved}}  # in the pool it was judged in
     info = triage_finding(case.pool, case.specs, row, path, case.inputs, out, budget, case.policy, None, case.opinions, depth=1)
     return {"folder": out.name, "signature": hit.signature, "klass": info.get("klass")}
+
+
+def revealed_folder(fid: str) -> str:
+    """The folder of a defect revealed behind finding `fid`'s trigger: `<id>~r1` behind a signature's first model,
+    `<id>~r{k+1}` behind its k-th further model `<id>~k` (both were once `~r1`, and two export pools then wrote one
+    folder at once: the seed-56 export lost one of them to a FileNotFoundError)."""
+    base, _, variant = fid.partition("~")
+    return f"{base}~r{int(variant or 0) + 1}"
 
 
 def rewrite_original(model: onnx.ModelProto, kind: str, wrote: list[str], feeds: dict[str, np.ndarray]) -> onnx.ModelProto | None:
