@@ -322,8 +322,11 @@ def _raised(key: dict[str, Any]) -> bool:
     two root causes of one line. Not an `upstream` or `pattern` failure: it raised in a witness, whose line shows where
     the bad tensor was met, not the defect (onnx2tf's Mean.py:83 tf.stack raised for Mean's own unequal shapes and as
     the witness of an Add handing on an NCHW tensor: two defects)."""
-    if key["failure"] in (UPSTREAM, PATTERN):
-        return False
+    return key["failure"] not in (UPSTREAM, PATTERN) and _failed_to_run(key)
+
+
+def _failed_to_run(key: dict[str, Any]) -> bool:
+    """A conversion or run failure that is no crash or hang, or a divergence whose node raised once exposed."""
     return (key["status"] in FAILED and not crash_or_hang(key["failure"])) or (key["status"] == DCF and key["failure"] == "failure")
 
 
@@ -348,10 +351,8 @@ def absorb_same_line_in_users_mode(roots: Roots) -> None:
     tf.reverse_sequence as a keep-shape run failure and as a default-mode conversion failure, two root causes."""
     def users_place(r: dict[str, Any]) -> str | None:
         # its users'-mode line is one of its own operators' (checked at export), an upstream culprit's included
-        k = r["key"]
         places = {_place(w) for w in r.get("users_where") or set()}
-        failed = k["status"] in FAILED and not crash_or_hang(k["failure"]) or k["status"] == DCF and k["failure"] == "failure"
-        return next(iter(places)) if len(places) == 1 and not r.get("where") and failed else None
+        return next(iter(places)) if len(places) == 1 and not r.get("where") and _failed_to_run(r["key"]) else None
 
     def own_place(r: dict[str, Any]) -> str | None:
         places = {_place(w) for w in r.get("where") or set()}

@@ -50,25 +50,35 @@ def witnesses(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], 
     nodes = len(model.graph.node)
     if not 2 <= nodes <= MAX_NODES or len(sinks(model)) != 1 or value_engine == blamed:
         return []
-    exposed, _ = expose_intermediates(model)
-    prep, run = pool.execute_model(exposed, feeds, [value_engine]).get(value_engine, (None, None))
-    if prep is None or not prep.ok or run is None or not run.ok:
+    values = _values(pool, model, feeds, value_engine)
+    if values is None:
         return []
     left, peeled = list(range(nodes)), []
     while len(left) >= 2:
         ends = sinks(model, left)
-        if len(ends) != 1:
-            break
-        built = submodel(model, ends, run.outputs, feeds)
-        if built is None:
-            break
-        m1, f1 = built
-        p1, r1 = pool.execute_model(m1, f1, [blamed]).get(blamed, (None, None))
-        if p1 is None or not p1.ok or r1 is None or not r1.ok or (also_runs is not None and not also_runs(m1, f1)):
+        if len(ends) != 1 or not _runs_alone(pool, model, ends, values, feeds, blamed, also_runs):
             break
         peeled += ends
         left = [k for k in left if k not in ends]
     return peeled
+
+
+def _values(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], value_engine: str) -> dict[str, np.ndarray] | None:
+    """Every intermediate of the repro as `value_engine` computes it (None: it could not run the repro)."""
+    exposed, _ = expose_intermediates(model)
+    prep, run = pool.execute_model(exposed, feeds, [value_engine]).get(value_engine, (None, None))
+    return run.outputs if prep is not None and prep.ok and run is not None and run.ok else None
+
+
+def _runs_alone(pool: Pool, model: onnx.ModelProto, nodes: list[int], values: dict[str, np.ndarray], feeds: dict[str, np.ndarray],
+                blamed: str, also_runs: Callable[[onnx.ModelProto, dict[str, np.ndarray]], bool] | None) -> bool | None:
+    """Do these nodes, cut out alone and fed the values they get in the repro, run on `blamed` (and where `also_runs`
+    asks, in the converter's users' mode too)? None when they cannot be cut out."""
+    built = submodel(model, nodes, values, feeds)
+    if built is None:
+        return None
+    p1, r1 = pool.execute_model(*built, [blamed]).get(blamed, (None, None))
+    return p1 is not None and p1.ok and r1 is not None and r1.ok and (also_runs is None or also_runs(*built))
 
 
 def edges_to(model: onnx.ModelProto, peeled: list[int]) -> list[str]:
@@ -99,19 +109,11 @@ def failing_alone(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
     in the repro (None: the values could not be had). A culprit that runs alone only carries a bad tensor on; one that
     fails alone is a defect of its own (hand triage 25: a GRU after a Reshape, whose own output layout was wrong, had
     joined `upstream Reshape` because its operators held a Reshape)."""
-    exposed, _ = expose_intermediates(model)
-    prep, run = pool.execute_model(exposed, feeds, [value_engine]).get(value_engine, (None, None))
-    if prep is None or not prep.ok or run is None or not run.ok:
+    values = _values(pool, model, feeds, value_engine)
+    if values is None:
         return None
-    failing = set()
-    for i in culprits:
-        built = submodel(model, [i], run.outputs, feeds)
-        if built is None:
-            return None
-        p1, r1 = pool.execute_model(*built, [blamed]).get(blamed, (None, None))
-        if p1 is None or not p1.ok or r1 is None or not r1.ok or (also_runs is not None and not also_runs(*built)):
-            failing.add(model.graph.node[i].op_type)
-    return sorted(failing)
+    alone = {i: _runs_alone(pool, model, [i], values, feeds, blamed, also_runs) for i in culprits}
+    return None if None in alone.values() else sorted({model.graph.node[i].op_type for i, runs in alone.items() if not runs})
 
 
 def peeled_nodes(model: onnx.ModelProto, witness_ops: list[str]) -> list[int]:
