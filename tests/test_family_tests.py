@@ -74,7 +74,10 @@ def test_pad_rewrites_keep_a_valid_pool_and_spell_out_same_padding():
     uni, _ = apply("uniform_pads", m, {}, frozenset({"MaxPool"}))
     assert [helper.get_attribute_value(a) for a in uni.graph.node[0].attribute if a.name == "pads"] == [[2, 2, 2, 2]]
     wide = one_node("MaxPool", 1, [1, 1, 1, 2], kernel_shape=[2, 5], pads=[0, 2, 1, 2])
-    assert apply("uniform_pads", wide, {}, frozenset({"MaxPool"})) is None  # a pad of 2 on a kernel of 2 is no valid pool
+    uni, _ = apply("uniform_pads", wide, {}, frozenset({"MaxPool"}))  # a pad of 2 on a kernel of 2 is no valid pool: 1
+    assert [helper.get_attribute_value(a) for a in uni.graph.node[0].attribute if a.name == "pads"] == [[1, 1, 1, 1]]
+    unit = one_node("MaxPool", 1, [1, 1, 2, 2], kernel_shape=[1, 3], pads=[0, 1, 0, 2])
+    assert apply("uniform_pads", unit, {}, frozenset({"MaxPool"})) is None  # a kernel of 1 allows no pad: nothing to test
 
 
 def test_input_rewrites_change_only_what_the_hypothesis_blames():
@@ -319,3 +322,19 @@ def test_mnns_matmul_clamp_and_abs_on_nan_are_tested_families(tmp_path):
     top = np.finfo(np.float32).max
     assert non_finite_clamped(np.array([top, 1.0], np.float32), np.array([np.inf, 2.0], np.float32)).tolist() == [np.inf, 1.0]  # 1 vs 2 stays wrong
     assert non_finite_clamped(np.array([-top], np.float32), np.array([np.inf], np.float32)) is None  # the other sign is no clamp
+
+
+def test_the_reference_pads_order_family_is_tested_where_its_largest_pad_reaches_a_kernel(tmp_path):
+    """The reference evaluator (onnx 1.23) reads MaxPool's 2-D pads as [top, bottom, left, right]. Pads [0,1,2,0] on a
+    [3,2] kernel over a 1x1 input make it raise (a (0, 2) output); the family's uniform-pads test once needed the largest
+    pad, 2, which is no valid pool on the 2-wide axis, so that raise stayed a root of its own (hand triage 27 #14). Every
+    pad 1 is valid, the order no longer matters, and the reference is right: the family holds it."""
+    m = one_node("MaxPool", 1, [1, 1, 1, 1], kernel_shape=[3, 2], pads=[0, 1, 2, 0])
+    feeds = {"x0": np.array([[[[0.5]]]], np.float32)}
+    key = RootKey("reference", "IF", "exception:RuntimeError", ("MaxPool",), (), ())
+    with EnginePool(resolve(["reference", "onnxruntime"]), tmp_path / "pool") as pool:
+        pool.start()
+        raised = judge_in_memory(pool, m, feeds, policy=Policy.default()).verdict.results["reference"]
+        record = run_family_test(pool, m, feeds, "reference", Policy.default(), "IF", key, "1.23.2")
+    assert raised.status == "IF", raised
+    assert record == {"family": "reference-maxpool-pads-order", "rewrite": {"uniform_pads": None}, "fixed": True}, record

@@ -245,16 +245,18 @@ def symmetric_pads(model: onnx.ModelProto, feeds: Feeds, ops: frozenset[str], ar
 
 @rewrite("uniform_pads")
 def uniform_pads(model: onnx.ModelProto, feeds: Feeds, ops: frozenset[str], args: Any) -> tuple[onnx.ModelProto, Feeds] | None:
-    """Every pad of the node the same (the largest one): the order the pads are read in no longer matters. None when that
-    pad would reach a kernel's size (not a valid pool)."""
+    """Every pad of the node the same: the order the pads are read in no longer matters. The largest pad that every
+    axis's kernel allows (a pad must stay below its kernel): pads [0,1,2,0] on a [3,2] kernel become all 1, where their
+    largest, 2, is no valid pool on the 2-wide axis (the reference's pads-order defect raised there and went untested).
+    None when no pad is left (a kernel of 1, or no padding): taking the padding away tells nothing of its order."""
     changed = False
     for node in _nodes(model, ops):
         pads = _explicit_pads(model, feeds, node)
         kernel = next((list(helper.get_attribute_value(a)) for a in node.attribute if a.name == "kernel_shape"), [])
         if pads is None or not pads:
             return None
-        top = max(pads)
-        if kernel and top >= min(kernel):
+        top = min([max(pads), *(k - 1 for k in kernel)])
+        if top <= 0:
             return None
         if pads != [top] * len(pads):
             _set_pads(node, [top] * len(pads))
