@@ -473,6 +473,26 @@ def test_a_hang_is_not_judged_again_in_the_users_mode(tmp_path):
     assert (info["engine"], info["klass"]) == ("testdouble", "bug") and "campaign_engine" not in info, info
 
 
+def test_a_hang_of_several_nodes_is_keyed_a_hang_without_witness_checks(tmp_path):
+    """A hang is not reduced, and looking for witnesses (sinks that run right alone) cuts and runs sub-models that can
+    each wait the engine's whole limit: a seed-30 onnx2tf hang of six nodes spent 96 s there and was keyed `upstream
+    Mul`, as if a bad tensor had been handed on. A hang keeps its own key, and no sub-model of it is run."""
+    from ofuzz.triage.pipeline import triage_finding
+
+    specs = [dataclasses.replace(double("testdouble", {"Neg": "prepare:hang"}), timeout=2), *resolve(["onnxruntime", "reference"])]
+    path = tmp_path / "m.onnx"
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"], name="n0_Relu"), helper.make_node("Neg", ["r"], ["y"], name="n1_Neg"),
+                           helper.make_node("Abs", ["y"], ["z"], name="n2_Abs")], "g",
+                          [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("z", F, [2, 3])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    feeds = {"x": np.ones((2, 3), np.float32)}
+    with EnginePool(specs, tmp_path / "pool") as pool:
+        pool.start()
+        row = one_finding_row(pool, path, feeds, "MCF")
+        info = triage_finding(pool, {s.name: s for s in specs}, row, path, feeds, tmp_path / "out", 60, Policy.default())
+    assert info["klass"] == "bug" and info["root"]["failure"] == "timeout" and "witnesses" not in info, info
+
+
 def test_a_crash_repro_says_reproduced_instead_of_dying(tmp_path):
     """The engine runs in a child process of repro.py, so a segfault is reported (REPRODUCED, the signal, exit 1)
     rather than repro.py itself dying by the signal with nothing said (hand triage 6: two crash repros exited 139/134)."""
