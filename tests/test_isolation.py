@@ -1,6 +1,8 @@
 """The test-double engine misbehaves on chosen ops; ofuzz must classify each case and survive."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -76,6 +78,43 @@ def test_a_campaign_step_limit_is_marked_so_the_export_re_judges_it(tmp_path):
             assert out.kind == "timeout" and (STEP_LIMIT in out.message) == marked, out.message
         finally:
             w.close()
+
+
+def test_a_campaign_step_limit_counts_the_time_the_engine_could_compute(tmp_path):
+    """A campaign step limit is the engine's computing time, not the machine's load: a conversion of 1.5 CPU-seconds
+    on a machine busy with three times as many processes as it has cores needs ~5 s of wall time, more than its 3 s
+    step limit, and finishes (the time it waited for a CPU is added, up to the engine's own limit). A conversion
+    that sleeps (a deadlock) waits on no run queue and is cut at the limit under the same load. On a loaded machine
+    onnx2tf conversions of 6-9 s ran past the 10 s limit, and the export re-judged each at 90 s."""
+    import dataclasses
+    import os
+    import subprocess
+    import sys
+
+    from ofuzz.exec.engines.client import STEP_LIMIT
+
+    base = resolve(["testdouble"])[0]
+    model = single_op_model(tmp_path / "relu.onnx", "Relu")
+    # each hog in a session of its own: the scheduler shares CPU between sessions first (autogroup), as the worker has one
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(3 * (os.cpu_count() or 2))]
+    got = {}
+    try:
+        for fault in ("spin", "hang"):
+            spec = dataclasses.replace(base, options={"faults": {"Relu": f"prepare:{fault}"}}, campaign_timeout=3.0, timeout=20).for_campaign()
+            w = Worker(spec, python_for(spec), tmp_path / fault)
+            try:
+                assert w.start().ok
+                t0 = time.monotonic()
+                out = w.prepare(model, ["x"], ["y"], timeout=spec.timeout)
+                got[fault] = (out.ok, out.kind, STEP_LIMIT in out.message, time.monotonic() - t0)
+            finally:
+                w.close()
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert got["spin"][0] and got["spin"][3] > 3.0, got  # it ran past the step limit: the load held it back, and it finished
+    assert got["hang"][:3] == (False, "timeout", True) and got["hang"][3] < 6, got
 
 
 def test_restarts_are_counted(double, tmp_path):

@@ -4,7 +4,7 @@ Runs models with the ONNX reference evaluator but misbehaves whenever the model
 contains one of the configured operators: segfault, abort, hang, leak memory,
 raise, exit (`exit`: the process; `sysexit`: SystemExit, as onnx2tf's sys.exit(1)), or return wrong values for that operator (so localisation has a
 real diverging operator to find).  Faults are "stage:kind" with stage prepare
-(conversion) or run (inference).  Value faults: `wrong` adds 1, `offby` is 0.5%
+(conversion) or run (inference); `spin` computes for 1.5 CPU-seconds and then goes on (a slow conversion).  Value faults: `wrong` adds 1, `offby` is 0.5%
 off (a real precision defect), `perturb` is 2e-6 off (float noise, far below
 the oracle's tolerance); `unsupported` says the operator is not supported;
 `handoff` fails conversion at whichever node consumes the operator's output
@@ -53,6 +53,10 @@ def _fault(kind: str, op: str, node: str = "") -> None:
         raise NotImplementedError(f"test double: operator {op} is not supported")
     elif kind == "sysexit":  # as onnx2tf gives up: sys.exit(1) from inside the converter
         raise SystemExit(1)
+    elif kind == "spin":  # a slow conversion (onnx2tf's permutation searches): 1.5 s of CPU, then on as usual
+        end = time.process_time() + 1.5
+        while time.process_time() < end:
+            pass
 
 
 _VALUE_FAULTS = {"wrong": None, "offby": 1.005, "perturb": 1 + 2e-6}

@@ -80,6 +80,7 @@ class EngineSpec:
     # conversion that is merely slow comes out unconfirmed there and a real hang is still reported
     campaign_timeout: float = 0.0
     campaign_step: bool = False  # this spec's timeout is a campaign's step limit (a timeout then is not yet a hang)
+    full_timeout: float = 0.0  # with campaign_step: the engine's own limit, which a step starved of CPU may run up to
     # roles in the oracle, from engine.yaml: `cost` orders the voters a check asks first (cheapest first), `spec_close`
     # marks an implementation written from the spec's text (the reference evaluator, onnxruntime) whose outputs stand
     # for a majority it is in and whose intermediate values feed localisation and reduction
@@ -91,7 +92,7 @@ class EngineSpec:
         """This spec with the campaign's step limit as its timeout (unchanged when it has none)."""
         if not self.campaign_timeout or self.campaign_timeout >= self.timeout:
             return self
-        return replace(self, timeout=self.campaign_timeout, campaign_step=True)
+        return replace(self, timeout=self.campaign_timeout, campaign_step=True, full_timeout=self.timeout)
 
     @property
     def family_name(self) -> str:
