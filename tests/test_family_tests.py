@@ -338,3 +338,22 @@ def test_the_reference_pads_order_family_is_tested_where_its_largest_pad_reaches
         record = run_family_test(pool, m, feeds, "reference", Policy.default(), "IF", key, "1.23.2")
     assert raised.status == "IF", raised
     assert record == {"family": "reference-maxpool-pads-order", "rewrite": {"uniform_pads": None}, "fixed": True}, record
+
+
+def test_a_crash_rewrite_that_crashes_is_judged_again_in_a_fresh_process(tmp_path):
+    """An engine whose heap one model damages dies on the next model it is given (MNN's negative-step Slice: the Gather
+    spelling of that Slice crashed MNN's converter right after the reducer's candidates, and ran in a fresh process, so
+    the crash kept a root cause of its own). The TEST DOUBLE's `poison` on Abs shows nothing and makes the next prepare
+    segfault: a clean rewrite judged right after it crashes, and judged again in a fresh process it runs."""
+    from ofuzz.judge.judging import judge_in_memory
+    from ofuzz.triage.triggers import goes_away
+
+    spec = dataclasses.replace(resolve(["testdouble"])[0], options={"faults": {"Abs": "run:poison"}})
+    feeds = {"x0": np.ones((2, 3), np.float32)}
+    with EnginePool([spec, *resolve(["onnxruntime", "reference"])], tmp_path / "pool") as pool:
+        pool.start()
+        got = []
+        for fresh in (False, True):
+            judge_in_memory(pool, one_node("Abs", 1, [2, 3]), feeds, policy=Policy.default())  # damages the process, shows nothing
+            got.append(goes_away(pool, one_node("Relu", 1, [2, 3]), feeds, "testdouble", Policy.default(), "IF", crashed=fresh))
+    assert got == [False, True], got  # as a value check it is not re-judged; as a crash's rewrite it runs once fresh

@@ -4,7 +4,8 @@ Runs models with the ONNX reference evaluator but misbehaves whenever the model
 contains one of the configured operators: segfault, abort, hang, leak memory,
 raise, exit (`exit`: the process; `sysexit`: SystemExit, as onnx2tf's sys.exit(1)), or return wrong values for that operator (so localisation has a
 real diverging operator to find).  Faults are "stage:kind" with stage prepare
-(conversion) or run (inference); `spin` computes for 1.5 CPU-seconds and then goes on (a slow conversion).  Value faults: `wrong` adds 1, `offby` is 0.5%
+(conversion) or run (inference); `spin` computes for 1.5 CPU-seconds and then goes on (a slow conversion);
+`poison` shows nothing itself and makes the process's next prepare segfault (a heap an earlier model corrupted).  Value faults: `wrong` adds 1, `offby` is 0.5%
 off (a real precision defect), `perturb` is 2e-6 off (float noise, far below
 the oracle's tolerance); `unsupported` says the operator is not supported;
 `handoff` fails conversion at whichever node consumes the operator's output
@@ -32,6 +33,9 @@ import time
 import numpy as np
 
 
+_POISONED = [False]  # a `poison` fault ran in this process: its heap is damaged, and the next prepare crashes
+
+
 def _fault(kind: str, op: str, node: str = "") -> None:
     if kind == "segfault":
         ctypes.string_at(0)
@@ -53,6 +57,8 @@ def _fault(kind: str, op: str, node: str = "") -> None:
         raise NotImplementedError(f"test double: operator {op} is not supported")
     elif kind == "sysexit":  # as onnx2tf gives up: sys.exit(1) from inside the converter
         raise SystemExit(1)
+    elif kind == "poison":  # as MNN's negative-step Slice writes past its buffer: nothing shows now, the next model dies
+        _POISONED[0] = True
     elif kind == "spin":  # a slow conversion (onnx2tf's permutation searches): 1.5 s of CPU, then on as usual
         end = time.process_time() + 1.5
         while time.process_time() < end:
@@ -118,6 +124,8 @@ class TestDoubleEngine:
         return FirstOperandOnNaN
 
     def prepare(self, model_path: str, workdir: str, inputs: list[str], outputs: list[str]) -> None:
+        if _POISONED[0]:
+            ctypes.string_at(0)
         model = self.onnx.load(model_path)
         self.ops = {n.op_type for n in model.graph.node} - self._conditions_unmet(model)
         self.outputs = outputs

@@ -19,7 +19,7 @@ from ofuzz.judge.noise import Family, NoiseClasses
 from ofuzz.triage.repro_facts import OneNode, facts_of
 from ofuzz.triage.rootcause import UPSTREAM, RootKey, crash_like
 from ofuzz.core.vocab import DCF, DCP
-from ofuzz.triage.triggers import gone_in, rewrite_verdict
+from ofuzz.triage.triggers import gone_in, rewrite_verdict, settled_verdict
 
 
 def families_for(noise: NoiseClasses | None, key: RootKey, node: OneNode | None, version: str | None) -> list[Family]:
@@ -56,7 +56,7 @@ def _tested(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
     got = apply(fam.test_rewrite, model, feeds, frozenset(fam.ops), args)
     if got is None:
         return {**record, "fixed": False, "note": "the rewrite does not apply to this repro (nothing to take away, or no valid model)"}
-    judged = rewrite_verdict(pool, got[0], got[1], engine, policy)  # judged once: the answer and why it is no answer
+    judged = settled_verdict(pool, got[0], got[1], engine, policy, crash_like(key.failure))  # the answer and why it is no answer
     if gone_in(judged, engine, status, crash_like(key.failure)):
         return {**record, "fixed": True}
     verdict = judged.verdict
