@@ -357,3 +357,36 @@ def test_a_crash_rewrite_that_crashes_is_judged_again_in_a_fresh_process(tmp_pat
             judge_in_memory(pool, one_node("Abs", 1, [2, 3]), feeds, policy=Policy.default())  # damages the process, shows nothing
             got.append(goes_away(pool, one_node("Relu", 1, [2, 3]), feeds, "testdouble", Policy.default(), "IF", crashed=fresh))
     assert got == [False, True], got  # as a value check it is not re-judged; as a crash's rewrite it runs once fresh
+
+
+def test_an_upstream_failures_one_culprit_is_tested_against_the_engines_families(tmp_path):
+    """Real MNN 3.6.1 (hand triage 28): its Reduce transform ignores the opset-18 `axes` input and reduces every axis,
+    and starts from keepdims = false. A Reshape that needs the right shape then fails, so the repro is an `upstream`
+    failure of ReduceL2, which no one-node family test saw. Its culprit cut out alone is tested instead: with its
+    omitted defaults written out and the axes input dropped, MNN is right, and the clustering keys the root cause by
+    the family. A culprit that is right alone (Relu) is tested against no family."""
+    import os
+
+    from ofuzz.triage.cluster import _family
+    from ofuzz.triage.family_test import run_culprit_family_test
+
+    g = helper.make_graph([helper.make_node("ReduceL2", ["x", "axes"], ["r"], name="n0_ReduceL2"),
+                           helper.make_node("Reshape", ["r", "shape"], ["y"], name="n1_Reshape"),
+                           helper.make_node("Relu", ["x"], ["z"], name="n2_Relu")], "g",
+                          [helper.make_tensor_value_info("x", F, [1, 2, 3, 4])],
+                          [helper.make_tensor_value_info("y", F, [2, 4]), helper.make_tensor_value_info("z", F, [1, 2, 3, 4])],
+                          [onnx.numpy_helper.from_array(np.array([2], np.int64), "axes"), onnx.numpy_helper.from_array(np.array([2, 4], np.int64), "shape")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    feeds = {"x": np.random.default_rng(0).uniform(-1, 1, (1, 2, 3, 4)).astype(np.float32)}
+    policy = Policy.default()
+    with EnginePool(resolve(["mnn", "onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("mnn is not installed (ofuzz engines --install mnn)")
+        record = run_culprit_family_test(pool, m, feeds, 0, "mnn", "onnxruntime", policy, "3.6.1")
+        right = run_culprit_family_test(pool, m, feeds, 2, "mnn", "onnxruntime", policy, "3.6.1")
+    assert record is not None and record["family"] == "mnn-reduce-axes-input" and record["fixed"], record
+    assert record["culprit"]["failure"] == "shape" and "ReduceL2.keepdims" in record["defaults_written"], record
+    assert right is None
+    joined = _family(RootKey("mnn", "IF", "upstream", ("ReduceL2",), (), ()), None, 3, policy.noise, "3.6.1", record)
+    assert joined is not None and joined[0].name == "mnn-reduce-axes-input" and "cut out alone" in joined[1], joined

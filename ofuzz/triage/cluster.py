@@ -14,7 +14,7 @@ from typing import Any
 
 from ofuzz.store.campaign_dir import CampaignDir
 from ofuzz.core.vocab import IF
-from ofuzz.core.vocab import BUG, PENDING
+from ofuzz.core.vocab import BUG, DCF, PENDING
 from ofuzz.judge.noise import Family, NoiseClasses, UnknownShapeRule
 from ofuzz.judge.signature import Signature, finding_id
 from ofuzz.judge.judging import Policy
@@ -22,7 +22,7 @@ from ofuzz.triage.merge_rules import FAMILY, run_merge_rules
 from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM, WELL_REDUCED, RootKey, coarsen, crash_like, failure_of
 from ofuzz.triage.family_test import families_for
 from ofuzz.triage.record import FindingRecord, RootCause
-from ofuzz.triage.repro_facts import ReproFacts
+from ofuzz.triage.repro_facts import OneNode, ReproFacts
 
 
 def cluster(campaign_dir: Path, findings: list[dict[str, Any]], noise: NoiseClasses | None | str = "default") -> dict[str, Any]:
@@ -170,6 +170,10 @@ def _family(key: RootKey, facts: ReproFacts | None, nodes: int, noise: NoiseClas
     """The engine's operator family (backends/<engine>/triage.yaml) a one-node repro joins, and how: a family with a test
     only when the triage ran it on this repro and the engine was then right (see family_test.py); one without, by its
     operators and failure alone (said so on the member)."""
+    culprit = test.get("culprit")
+    if culprit and key.failure == UPSTREAM:  # tested on the upstream failure's one culprit, cut out alone
+        key, facts, nodes = (RootKey(key.engine, DCF, culprit["failure"], key.ops, (), (), ""),
+                             ReproFacts(OneNode(**culprit["one_node"])), 1)
     if noise is None or nodes != 1 or not noise.family_rules or facts is None:
         return None
     candidates = families_for(noise, key, facts.one_node, version)
@@ -177,6 +181,7 @@ def _family(key: RootKey, facts: ReproFacts | None, nodes: int, noise: NoiseClas
     if passed is not None:
         how = (f"its output read as {test['reading']} is the expected one" if "reading" in test else
                f"with {json.dumps(test['rewrite'])}, {key.engine} ran its repro right")
+        how += " (the upstream failure's one culprit, cut out alone)" if culprit else ""
         return passed, f"family {passed.name} of {_key_text(key)}: {how}"
     if candidates and not candidates[0].tested:
         return candidates[0], f"family {candidates[0].name} (untested: by operator and failure alone) of {_key_text(key)}"

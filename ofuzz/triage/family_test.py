@@ -5,21 +5,26 @@ absorbed a finding whose model also held a Relu on NaN; families joined by opera
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 import onnx
 
+from ofuzz.core.prose_defaults import schema_defaults_written_out
 from ofuzz.core.readings import READINGS
 from ofuzz.core.rewrites import apply
 from ofuzz.judge.compare import RULE
 from ofuzz.exec.runner import EnginePool
 from ofuzz.judge.judging import Policy
-from ofuzz.judge.noise import Family, NoiseClasses
+from ofuzz.judge.cut import submodel
+from ofuzz.judge.noise import Family, NoiseClasses, engine_matches
+from ofuzz.judge.signature import Signature
 from ofuzz.triage.repro_facts import OneNode, facts_of
 from ofuzz.triage.rootcause import UPSTREAM, RootKey, crash_like
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.triage.triggers import gone_in, rewrite_verdict, settled_verdict
+from ofuzz.triage.witness import culprit_values
 
 
 def families_for(noise: NoiseClasses | None, key: RootKey, node: OneNode | None, version: str | None) -> list[Family]:
@@ -45,6 +50,33 @@ def run_family_test(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, n
     return first
 
 
+def run_culprit_family_test(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], culprit: int, engine: str,
+                            value_engine: str, policy: Policy, version: str | None) -> dict[str, Any] | None:
+    """An `upstream` failure's one culprit, cut out alone and fed the values it gets in the repro, tested against the
+    engine's families: the culprit alone is the wrong shape or value that its consumer tripped on, so the family whose
+    rewrite makes it right holds this root cause too (hand triage 28: MNN's ReduceL2 and ReduceLogSum ignore their
+    `axes` input, a family test on one node; a consumer that failed on the wrong shape made each an `upstream` root
+    cause of its own). The record carries the culprit's failure and facts, which the clustering keys the family on.
+    None when no family of the engine names the culprit's operator, or the culprit alone is not wrong."""
+    noise, node = policy.noise, model.graph.node[culprit]
+    if noise is None or not any(f.tested and (node.op_type in f.ops or "*" in f.ops) and engine_matches(engine, f.engines)
+                                for f in noise.family_rules):
+        return None
+    values = culprit_values(pool, model, feeds, value_engine)
+    built = submodel(model, [culprit], values, feeds) if values is not None else None
+    if built is None:
+        return None
+    judged = rewrite_verdict(pool, built[0], built[1], engine, policy)
+    kinds = [Signature.parse(f.signature).kind for f in judged.findings if f.engine == engine and f.status == DCF]
+    if not kinds:
+        return None
+    one = facts_of(built[0]).one_node
+    record = run_family_test(pool, built[0], built[1], engine, policy, DCF, RootKey(engine, DCF, kinds[0], (node.op_type,), (), ()), version)
+    if record is None or one is None:
+        return None
+    return {**record, "culprit": {"failure": kinds[0], "one_node": asdict(one)}}
+
+
 def _tested(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy, status: str,
             key: RootKey, fam: Family) -> dict[str, Any]:
     """One family's test on the repro: its rewrite applied, the engine judged once (or the repro judged once and the
@@ -53,6 +85,9 @@ def _tested(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
         return _read(pool, model, feeds, engine, policy, fam)
     args = json.loads(fam.test_args)
     record: dict[str, Any] = {"family": fam.name, "rewrite": {fam.test_rewrite: args}}
+    if fam.test_defaults:
+        model, wrote = schema_defaults_written_out(model)
+        record["defaults_written"] = wrote
     got = apply(fam.test_rewrite, model, feeds, frozenset(fam.ops), args)
     if got is None:
         return {**record, "fixed": False, "note": "the rewrite does not apply to this repro (nothing to take away, or no valid model)"}

@@ -41,7 +41,7 @@ from ofuzz.judge.isolate import DEFECT
 from ofuzz.judge.judging import Finding, Judged, Policy, judge_model
 from ofuzz.judge.localise import pick_voters, value_source
 from ofuzz.judge.signature import Signature, finding_id
-from ofuzz.triage.family_test import run_family_test
+from ofuzz.triage.family_test import run_culprit_family_test, run_family_test
 from ofuzz.triage.reduce import Target, reduce_model
 from ofuzz.triage.repro import write_repro
 from ofuzz.triage.rootcause import (UPSTREAM, RootKey, crash_like, failure_of, key_of, omitted_default_key, pattern_key, schema_default_key,
@@ -150,7 +150,7 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     info["root"] = {k: v for k, v in root.to_json().items() if k != "id"}
     info["facts"] = facts_of(red_model, info.get("witnesses")).to_json()  # what the clustering asks of the repro (repro_facts.py)
     _final_class(case, info, root, red_model, red_feeds, value_engine)
-    if info.get("klass") == BUG:  # an engine family's hypothesis, tested on this repro (the clustering reads the record)
+    if info.get("klass") == BUG and "family_test" not in info:  # an engine family's hypothesis, tested on this repro (the clustering reads the record)
         tested = run_family_test(case.pool, red_model, red_feeds, case.engine, case.policy, case.hit.status, root,
                                (info.get("versions") or {}).get(case.engine))
         if tested is not None:
@@ -296,6 +296,11 @@ def _upstream_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.Mo
     culprits = [i for i in range(len(model.graph.node)) if i not in seen_by]
     if len(culprits) >= 2:
         info["culprits_failing_alone"] = failing_alone(case.pool, model, feeds, culprits, case.engine, value_engine, users)
+    elif culprits:  # one culprit: the wrong tensor it hands on may be an engine family's (its test, on the culprit alone)
+        tested = run_culprit_family_test(case.pool, model, feeds, culprits[0], case.engine, value_engine, case.policy,
+                                         case.pool.versions().get(case.engine))
+        if tested is not None:
+            info["family_test"] = tested
     return upstream_of(key, culprits_model)
 
 

@@ -63,6 +63,11 @@ def witnesses(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], 
     return peeled
 
 
+def culprit_values(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], value_engine: str) -> dict[str, np.ndarray] | None:
+    """Every intermediate of the repro as `value_engine` computes it, to cut a culprit out with (None: it could not run)."""
+    return _values(pool, model, feeds, value_engine)
+
+
 def _values(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], value_engine: str) -> dict[str, np.ndarray] | None:
     """Every intermediate of the repro as `value_engine` computes it (None: it could not run the repro)."""
     exposed, _ = expose_intermediates(model)

@@ -153,7 +153,8 @@ def _family(raw: dict, file: str) -> Family:
                    "write the versions the family was seen on: versions: '<=3.6.1' (or leave it out)")
     rewrite, args, reading = _family_test(raw.get("test"))
     return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file, tuple(failures), tuple(ranks),
-                  tuple((k, float(v)) for k, v in attr_not.items()), tuple(dtypes), versions, rewrite, json.dumps(args), reading)
+                  tuple((k, float(v)) for k, v in attr_not.items()), tuple(dtypes), versions, rewrite, json.dumps(args), reading,
+                  test_defaults=bool((raw.get("test") or {}).get("defaults_written")))
 
 
 def _family_test(test: Any) -> tuple[str, Any, str]:
@@ -163,8 +164,9 @@ def _family_test(test: Any) -> tuple[str, Any, str]:
         return "", None, ""
     if isinstance(test, dict) and set(test) == {"reading"} and test["reading"] in READINGS:
         return "", None, test["reading"]
-    if not isinstance(test, dict) or set(test) - {"rewrite", "args"} or test.get("rewrite") not in REWRITES:
-        raise _Bad(f"test must be {{rewrite: NAME, args: ...}} with NAME one of {', '.join(sorted(REWRITES))}, or {{reading: NAME}} "
+    if (not isinstance(test, dict) or set(test) - {"rewrite", "args", "defaults_written"} or test.get("rewrite") not in REWRITES
+            or not isinstance(test.get("defaults_written", False), bool)):
+        raise _Bad(f"test must be {{rewrite: NAME, args: ..., defaults_written: true|false}} with NAME one of {', '.join(sorted(REWRITES))}, or {{reading: NAME}} "
                    f"with NAME one of {', '.join(sorted(READINGS))}; got {test!r}",
                    "write e.g. test: {rewrite: set_attributes, args: {dilations: 1}} (or leave it out)")
     return test["rewrite"], test.get("args"), ""
