@@ -390,3 +390,57 @@ def test_an_upstream_failures_one_culprit_is_tested_against_the_engines_families
     assert right is None
     joined = _family(RootKey("mnn", "IF", "upstream", ("ReduceL2",), (), ()), None, 3, policy.noise, "3.6.1", record)
     assert joined is not None and joined[0].name == "mnn-reduce-axes-input" and "cut out alone" in joined[1], joined
+
+
+def test_negative_axes_spelled_out_compute_the_same_function(tmp_path):
+    """A negative axis counts from the back; written as the axis it counts (an omitted default -1 too), every operator
+    computes the same function (onnxruntime on both), so an engine right on the long form mishandles the negative one.
+    Real onnx2tf 1.29.24 (hand triage 28): its keep-shape OneHot without `axis` adds the default -1 twice and gives a
+    wrong shape; with axis=4 written out it is right, the trigger the triage keys the root cause by."""
+    import os
+
+    import onnxruntime as ort
+
+    from ofuzz.core.shorthands import negative_axes_spelled_out
+    from ofuzz.triage.triggers import negative_axes_trigger, static_shapes
+
+    I64 = onnx.TensorProto.INT64
+
+    def model(node: onnx.NodeProto, x_type: int, shape: list[int], inits: list, opset: int = 19) -> onnx.ModelProto:
+        g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", x_type, shape)], [helper.make_tensor_value_info("y", x_type if node.op_type != "OneHot" else F, None)], inits)
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
+
+    arr = onnx.numpy_helper.from_array
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (2, 3, 4)).astype(np.float32)
+    cases = [
+        (model(helper.make_node("Softmax", ["x"], ["y"], axis=-2), F, [2, 3, 4], []), {"x": x}, ["Softmax.axis<0"]),
+        (model(helper.make_node("Softmax", ["x"], ["y"]), F, [2, 3, 4], []), {"x": x}, ["Softmax.axis<0"]),  # default -1
+        (model(helper.make_node("Concat", ["x", "x"], ["y"], axis=-3), F, [2, 3, 4], []), {"x": x}, ["Concat.axis<0"]),
+        (model(helper.make_node("Unsqueeze", ["x", "a"], ["y"]), F, [2, 3, 4], [arr(np.array([-1, -3], np.int64), "a")]), {"x": x}, ["Unsqueeze.axes<0"]),
+        (model(helper.make_node("ReduceSum", ["x", "a"], ["y"], keepdims=0), F, [2, 3, 4], [arr(np.array([-1], np.int64), "a")]), {"x": x}, ["ReduceSum.axes<0"]),
+        (model(helper.make_node("ReduceMax", ["x"], ["y"], axes=[-2]), F, [2, 3, 4], [], opset=17), {"x": x}, ["ReduceMax.axes<0"]),
+        (model(helper.make_node("OneHot", ["x", "d", "v"], ["y"]), I64, [1, 2], [arr(np.array(5, np.int64), "d"), arr(np.array([0, 3], np.float32), "v")]),
+         {"x": np.array([[1, -2]], np.int64)}, ["OneHot.axis<0"]),
+        (model(helper.make_node("OneHot", ["x", "d", "v"], ["y"], axis=-3), I64, [1, 2], [arr(np.array(5, np.int64), "d"), arr(np.array([0, 3], np.float32), "v")]),
+         {"x": np.array([[1, 4]], np.int64)}, ["OneHot.axis<0"]),
+    ]
+    run = lambda mm, ff: ort.InferenceSession(mm.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, ff)[0]  # noqa: E731
+    for m, feeds, label in cases:
+        spelled, wrote = negative_axes_spelled_out(m, static_shapes(m, feeds))
+        assert wrote == label, (m.graph.node[0].op_type, wrote)
+        np.testing.assert_array_equal(run(spelled, feeds), run(m, feeds))
+    positive = model(helper.make_node("Softmax", ["x"], ["y"], axis=1), F, [2, 3, 4], [])
+    assert negative_axes_spelled_out(positive, static_shapes(positive, {"x": x}))[1] == []
+
+    g = helper.make_graph([helper.make_node("OneHot", ["x", "d", "v"], ["y"], name="n0_OneHot")], "g", [helper.make_tensor_value_info("x", I64, [1, 1, 1, 2])],
+                          [helper.make_tensor_value_info("y", F, [1, 1, 1, 2, 5])], [arr(np.array(5, np.int64), "d"), arr(np.array([0, 3], np.float32), "v")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    feeds = {"x": np.array([[[[1, 3]]]], np.int64)}
+    with EnginePool(resolve(["tensorflow", "onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        if "tensorflow" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("tensorflow is not installed (ofuzz engines --install tensorflow)")
+        wrong = judge_in_memory(pool, m, feeds, policy=Policy.default()).verdict.results["tensorflow"].status
+        shown = negative_axes_trigger(pool, m, feeds, "tensorflow", Policy.default(), "DCF", shape=True)
+    assert (wrong, shown) == ("DCF", ["OneHot.axis<0"]), (wrong, shown)

@@ -203,3 +203,63 @@ def reduce_axes_spelled_out(model: onnx.ModelProto, shapes: dict[str, tuple[int,
                 node.input.append(name)
         wrote.append("Reduce.axes")
     return out, sorted(set(wrote))
+
+
+# operators whose `axis` counts the output's axes, one more than the first input has (OneHot: "Accepted range is [-r-1, r]")
+_AXIS_OF_OUTPUT = {"OneHot"}
+# operators whose `axes` (attribute before opset 13, input from 13) count the output's axes (Unsqueeze: "r + len(axes)")
+_AXES_OF_OUTPUT = {"Unsqueeze"}
+# operators whose constant `axes` input (position 1) names axes of their first input
+_AXES_INPUT = frozenset({"Squeeze", "Unsqueeze", *REDUCE_OPS})
+
+
+def negative_axes_spelled_out(model: onnx.ModelProto, shapes: dict[str, tuple[int, ...]]) -> tuple[onnx.ModelProto, list[str]]:
+    """A copy with every negative `axis` or `axes` (an attribute, or the constant `axes` input of Squeeze, Unsqueeze and
+    the Reduce operators) written as the non-negative axis it counts from the back, and what was rewritten
+    ("OneHot.axis<0"). The spec: "Negative value means counting dimensions from the back"; the non-negative axis
+    spells that out, so an engine right on it mishandles the negative one (hand triage 28: onnx2tf's OneHot adds a
+    negative axis twice, a wrong shape in one mode and a conversion failure in the other). Nothing is rewritten when a
+    rank is unknown."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    inits = {t.name: t for t in out.graph.initializer}
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
+    wrote: list[str] = []
+    for node in out.graph.node:
+        shape = shapes.get(node.input[0]) if node.input and node.input[0] else None
+        if shape is None:
+            continue
+        default = _negative_axis_default(node, opset)
+        if default is not None:  # an omitted axis whose default counts from the back (OneHot, Softmax-13: -1)
+            node.attribute.append(helper.make_attribute("axis", default))
+        for a in node.attribute:
+            if a.name == "axis" and a.type == onnx.AttributeProto.INT and a.i < 0:
+                a.i += len(shape) + (node.op_type in _AXIS_OF_OUTPUT)
+                wrote.append(f"{node.op_type}.axis<0")
+            elif a.name == "axes" and a.type == onnx.AttributeProto.INTS and any(v < 0 for v in a.ints):
+                rank = len(shape) + (len(a.ints) if node.op_type in _AXES_OF_OUTPUT else 0)
+                a.ints[:] = [v + rank if v < 0 else v for v in a.ints]
+                wrote.append(f"{node.op_type}.axes<0")
+        held = inits.get(node.input[1]) if node.op_type in _AXES_INPUT and len(node.input) > 1 else None
+        if held is not None:
+            axes = numpy_helper.to_array(held)
+            if axes.ndim == 1 and (axes < 0).any():
+                rank = len(shape) + (axes.size if node.op_type in _AXES_OF_OUTPUT else 0)
+                fixed = numpy_helper.from_array(np.where(axes < 0, axes + rank, axes).astype(axes.dtype), f"{held.name}__spelled")
+                out.graph.initializer.append(fixed)
+                node.input[1] = fixed.name
+                wrote.append(f"{node.op_type}.axes<0")
+    return out, sorted(set(wrote))
+
+
+def _negative_axis_default(node: onnx.NodeProto, opset: int) -> int | None:
+    """The schema's default `axis` of a node that leaves it out, when that default is negative; else None."""
+    if node.domain not in ("", "ai.onnx") or any(a.name == "axis" for a in node.attribute):
+        return None
+    try:
+        attr = onnx.defs.get_schema(node.op_type, opset, node.domain).attributes.get("axis")
+    except onnx.defs.SchemaError:
+        return None
+    if attr is None or not attr.default_value.HasField("i"):
+        return None
+    return int(attr.default_value.i) if attr.default_value.i < 0 else None

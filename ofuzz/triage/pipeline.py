@@ -48,7 +48,7 @@ from ofuzz.triage.rootcause import (UPSTREAM, RootKey, crash_like, failure_of, k
                                     spelled_out_key, upstream_of)
 from ofuzz.triage.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.triage.repro_facts import facts_of
-from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, omitted_defaults_trigger, reduce_axes_trigger,
+from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, negative_axes_trigger, omitted_defaults_trigger, reduce_axes_trigger,
                                    resize_axes_trigger, schema_defaults_trigger, slice_axes_trigger, slice_steps_trigger, static_shapes)
 from ofuzz.triage.undefined_path import undefined_on_the_way
 from ofuzz.triage.witness import failing_alone, needs_adjacency, without, witnesses
@@ -322,7 +322,8 @@ def _triggered_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.M
                or slice_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
                or slice_steps_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
                or resize_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
-               or reduce_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape))
+               or reduce_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape)
+               or negative_axes_trigger(pool, model, feeds, engine, policy, status, crashed, shape))
     if spelled:  # with the explicit pads auto_pad stands for, the engine runs it and agrees: auto_pad is the root cause
         info["trigger"] = {"spelled_out": spelled}
         return spelled_out_key(key, spelled), ("spelled_out", spelled)

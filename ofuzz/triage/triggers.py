@@ -13,7 +13,8 @@ import onnx
 
 from ofuzz.core import onnx_guard
 from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
-from ofuzz.core.shorthands import (REDUCE_OPS, backward_steps_reversed, negative_steps_spelled_out, reduce_axes_spelled_out,
+from ofuzz.core.shorthands import (REDUCE_OPS, backward_steps_reversed, negative_axes_spelled_out, negative_steps_spelled_out,
+                                   reduce_axes_spelled_out,
                                    resize_axes_spelled_out)
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.exec.runner import EnginePool
@@ -101,6 +102,14 @@ def reduce_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[st
     if not any(n.op_type in REDUCE_OPS for n in model.graph.node):
         return []
     return _spelled(reduce_axes_spelled_out, pool, model, feeds, engine, policy, status, crashed, shape)
+
+
+def negative_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
+                          status: str, crashed: bool = False, shape: bool = False) -> list[str]:
+    """["OneHot.axis<0"] when a reduced repro's failure needs a negative axis: with it written as the non-negative axis
+    it counts from the back (shorthands.negative_axes_spelled_out), `engine` runs it (a failure) or also agrees with two
+    voters (a wrong value)."""
+    return _spelled(negative_axes_spelled_out, pool, model, feeds, engine, policy, status, crashed, shape)
 
 
 def _spelled(spell: Callable[[onnx.ModelProto, dict[str, tuple[int, ...]]], tuple[onnx.ModelProto, list[str]]], pool: EnginePool,
