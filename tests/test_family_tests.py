@@ -344,19 +344,23 @@ def test_a_crash_rewrite_that_crashes_is_judged_again_in_a_fresh_process(tmp_pat
     """An engine whose heap one model damages dies on the next model it is given (MNN's negative-step Slice: the Gather
     spelling of that Slice crashed MNN's converter right after the reducer's candidates, and ran in a fresh process, so
     the crash kept a root cause of its own). The TEST DOUBLE's `poison` on Abs shows nothing and makes the next prepare
-    segfault: a clean rewrite judged right after it crashes, and judged again in a fresh process it runs."""
+    segfault: a clean rewrite judged right after it crashes, and judged again in a fresh process it runs, whether the
+    finding was a crash or a wrong value (the Slice's wrong values damage the heap too)."""
     from ofuzz.judge.judging import judge_in_memory
-    from ofuzz.triage.triggers import goes_away
+    from ofuzz.triage.triggers import goes_away, rewrite_verdict
 
     spec = dataclasses.replace(resolve(["testdouble"])[0], options={"faults": {"Abs": "run:poison"}})
     feeds = {"x0": np.ones((2, 3), np.float32)}
     with EnginePool([spec, *resolve(["onnxruntime", "reference"])], tmp_path / "pool") as pool:
         pool.start()
         got = []
-        for fresh in (False, True):
+        for crashed in (False, True):  # a wrong value's rewrite and a crash's rewrite alike
             judge_in_memory(pool, one_node("Abs", 1, [2, 3]), feeds, policy=Policy.default())  # damages the process, shows nothing
-            got.append(goes_away(pool, one_node("Relu", 1, [2, 3]), feeds, "testdouble", Policy.default(), "IF", crashed=fresh))
-    assert got == [False, True], got  # as a value check it is not re-judged; as a crash's rewrite it runs once fresh
+            got.append(goes_away(pool, one_node("Relu", 1, [2, 3]), feeds, "testdouble", Policy.default(), "DCF" if not crashed else "IF",
+                                 crashed=crashed))
+        judge_in_memory(pool, one_node("Abs", 1, [2, 3]), feeds, policy=Policy.default())
+        first = rewrite_verdict(pool, one_node("Relu", 1, [2, 3]), feeds, "testdouble", Policy.default()).verdict.results["testdouble"].status
+    assert first == "MCF" and got == [True, True], (first, got)  # judged once it crashes; judged again fresh it runs
 
 
 def test_an_upstream_failures_one_culprit_is_tested_against_the_engines_families(tmp_path):

@@ -91,7 +91,7 @@ def _tested(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
     got = apply(fam.test_rewrite, model, feeds, frozenset(fam.ops), args)
     if got is None:
         return {**record, "fixed": False, "note": "the rewrite does not apply to this repro (nothing to take away, or no valid model)"}
-    judged = settled_verdict(pool, got[0], got[1], engine, policy, crash_like(key.failure))  # the answer and why it is no answer
+    judged = settled_verdict(pool, got[0], got[1], engine, policy)  # the answer and why it is no answer
     if gone_in(judged, engine, status, crash_like(key.failure)):
         return {**record, "fixed": True}
     verdict = judged.verdict

@@ -148,18 +148,18 @@ def goes_away(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndar
     has to become the right shape: values are compared only once shapes agree, so a wrong shape hides any wrong value
     behind it (hand triage 22: MNN's ReduceLogSumExp without keepdims also showed its Exp clamp once keepdims was
     written out; the trigger's revealed-behind check then triages that value on its own)."""
-    return gone_in(settled_verdict(pool, fixed, feeds, engine, policy, crashed), engine, status, crashed, shape)
+    return gone_in(settled_verdict(pool, fixed, feeds, engine, policy), engine, status, crashed, shape)
 
 
-def settled_verdict(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy,
-                    crashed: bool) -> Judged:
-    """`rewrite_verdict`, judged once more in a fresh engine process when the finding is a crash and the rewritten repro
-    crashed too: an engine whose heap an earlier model damaged dies on the next model it is given (MNN's negative-step
-    Slice: its Gather spelling crashed MNN's converter right after the reducer's candidates and ran in a fresh process,
-    so that crash kept a root cause of its own beside the negative-step defect)."""
+def settled_verdict(pool: EnginePool, fixed: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str, policy: Policy) -> Judged:
+    """`rewrite_verdict`, judged once more in a fresh engine process when the engine crashed on the rewritten repro: an
+    engine whose heap an earlier model damaged dies on the next model it is given (MNN's negative-step Slice, wrong
+    values or a crash: its Gather spelling then crashed MNN's converter right after the reducer's candidates and ran in
+    a fresh process, so the Slice kept roots of its own beside the negative-step defect). A rewrite that crashes for
+    real crashes again; that costs one more run."""
     judged = rewrite_verdict(pool, fixed, feeds, engine, policy)
     now = judged.verdict.results.get(engine)
-    if not crashed or now is None or now.outcome is None or now.outcome.ok or engine not in pool.workers:
+    if now is None or now.outcome is None or now.outcome.ok or engine not in pool.workers:
         return judged
     if not crash_like(failure_of(now.status, kind=now.outcome.kind, etype=now.outcome.etype or now.outcome.signal)):
         return judged
