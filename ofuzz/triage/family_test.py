@@ -24,7 +24,7 @@ from ofuzz.triage.repro_facts import OneNode, facts_of
 from ofuzz.triage.rootcause import UPSTREAM, RootKey, crash_like
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.triage.triggers import gone_in, rewrite_verdict, settled_verdict
-from ofuzz.triage.witness import culprit_values
+from ofuzz.triage.witness import intermediate_values
 
 
 def families_for(noise: NoiseClasses | None, key: RootKey, node: OneNode | None, version: str | None) -> list[Family]:
@@ -62,7 +62,7 @@ def run_culprit_family_test(pool: EnginePool, model: onnx.ModelProto, feeds: dic
     if noise is None or not any(f.tested and (node.op_type in f.ops or "*" in f.ops) and engine_matches(engine, f.engines)
                                 for f in noise.family_rules):
         return None
-    values = culprit_values(pool, model, feeds, value_engine)
+    values = intermediate_values(pool, model, feeds, value_engine)
     built = submodel(model, [culprit], values, feeds) if values is not None else None
     if built is None:
         return None

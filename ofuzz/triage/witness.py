@@ -50,7 +50,7 @@ def witnesses(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], 
     nodes = len(model.graph.node)
     if not 2 <= nodes <= MAX_NODES or len(sinks(model)) != 1 or value_engine == blamed:
         return []
-    values = _values(pool, model, feeds, value_engine)
+    values = intermediate_values(pool, model, feeds, value_engine)
     if values is None:
         return []
     left, peeled = list(range(nodes)), []
@@ -63,12 +63,7 @@ def witnesses(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], 
     return peeled
 
 
-def culprit_values(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], value_engine: str) -> dict[str, np.ndarray] | None:
-    """Every intermediate of the repro as `value_engine` computes it, to cut a culprit out with (None: it could not run)."""
-    return _values(pool, model, feeds, value_engine)
-
-
-def _values(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], value_engine: str) -> dict[str, np.ndarray] | None:
+def intermediate_values(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], value_engine: str) -> dict[str, np.ndarray] | None:
     """Every intermediate of the repro as `value_engine` computes it (None: it could not run the repro)."""
     exposed, _ = expose_intermediates(model)
     prep, run = pool.execute_model(exposed, feeds, [value_engine]).get(value_engine, (None, None))
@@ -114,7 +109,7 @@ def failing_alone(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarra
     in the repro (None: the values could not be had). A culprit that runs alone only carries a bad tensor on; one that
     fails alone is a defect of its own (hand triage 25: a GRU after a Reshape, whose own output layout was wrong, had
     joined `upstream Reshape` because its operators held a Reshape)."""
-    values = _values(pool, model, feeds, value_engine)
+    values = intermediate_values(pool, model, feeds, value_engine)
     if values is None:
         return None
     alone = {i: _runs_alone(pool, model, [i], values, feeds, blamed, also_runs) for i in culprits}
