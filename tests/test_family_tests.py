@@ -448,3 +448,47 @@ def test_negative_axes_spelled_out_compute_the_same_function(tmp_path):
         wrong = judge_in_memory(pool, m, feeds, policy=Policy.default()).verdict.results["tensorflow"].status
         shown = negative_axes_trigger(pool, m, feeds, "tensorflow", Policy.default(), "DCF", shape=True)
     assert (wrong, shown) == ("DCF", ["OneHot.axis<0"]), (wrong, shown)
+
+
+def test_an_attribute_the_engine_does_not_read_is_a_shown_trigger(tmp_path):
+    """An attribute the engine never reads: set to each value the spec allows, its output stays the same while the
+    expected one moves, and with one value it is right. Real onnx2tf 1.29.24 (hand triage 28 #21): its Resize.py never
+    reads nearest_mode, so a nearest Resize with `floor` and one with the default round_prefer_floor were two root
+    causes; both now key as "Resize.nearest_mode ignored". onnxruntime reads the attribute: no such trigger for it, and
+    none where the attribute does not matter on the input (scale 1: every mode picks the same pixels). At opset 19
+    onnx2tf ignores coordinate_transformation_mode too (Resize.py reads it only up to opset 17) and a 1x2 image doubled
+    keeps its output under another mode it does read: two attributes look ignored, the input cannot tell which of them
+    the engine got wrong, so no trigger."""
+    import os
+
+    from ofuzz.core.attribute_values import varied_attributes
+    from ofuzz.triage.triggers import ignored_attribute_trigger
+
+    def resize(scales: list[float], opset: int = 17, **attrs) -> onnx.ModelProto:
+        g = helper.make_graph([helper.make_node("Resize", ["x", "", "s"], ["y"], name="n0_Resize", mode="nearest", **attrs)], "g",
+                              [helper.make_tensor_value_info("x", F, [1, 1, 2, 3])], [helper.make_tensor_value_info("y", F, [1, 1, int(2 * scales[2]), int(3 * scales[3])])],
+                              [onnx.numpy_helper.from_array(np.array(scales, np.float32), "s")])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
+
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(1, 1, 2, 3)}
+    floor, default, unit = resize([1, 1, 3, 2.5], nearest_mode="floor"), resize([1, 1, 3, 2.5]), resize([1, 1, 1, 1], nearest_mode="floor")
+    small = helper.make_model(helper.make_graph([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="nearest", nearest_mode="floor")], "g",
+                                                [helper.make_tensor_value_info("x", F, [1, 1, 1, 2])], [helper.make_tensor_value_info("y", F, [1, 1, 3, 4])],
+                                                [onnx.numpy_helper.from_array(np.array([1, 1, 3, 2], np.float32), "s")]),
+                              opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    assert [a for a, _, _ in varied_attributes(default.graph.node[0], 17)] == ["mode", "coordinate_transformation_mode", "nearest_mode", "exclude_outside"]
+    assert "half_pixel_symmetric" not in varied_attributes(default.graph.node[0], 17)[1][2]  # a value of opset 19
+    with EnginePool(resolve(["tensorflow", "onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        if "tensorflow" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("tensorflow is not installed (ofuzz engines --install tensorflow)")
+        wrong = [judge_in_memory(pool, m, feeds, policy=Policy.default()).verdict.results["tensorflow"].status for m in (floor, default)]
+        shown = [ignored_attribute_trigger(pool, m, feeds, "tensorflow", Policy.default()) for m in (floor, default)]
+        reads = ignored_attribute_trigger(pool, floor, feeds, "onnxruntime", Policy.default())
+        moot = ignored_attribute_trigger(pool, unit, feeds, "tensorflow", Policy.default())
+        ambiguous = [ignored_attribute_trigger(pool, small, {"x": np.array([[[[1, 2]]]], np.float32)}, "tensorflow", Policy.default()),
+                     ignored_attribute_trigger(pool, resize([1, 1, 3, 2.5], opset=19), feeds, "tensorflow", Policy.default())]
+    assert wrong == ["DCF", "DCF"], wrong
+    assert [s[0] for s in shown] == [["Resize.nearest_mode"], ["Resize.nearest_mode"]], shown
+    assert shown[0][1]["given"] == "floor" and shown[1][1]["given"] == "round_prefer_floor" and shown[0][1]["right_as_if"] in ("round_prefer_ceil", "ceil")
+    assert reads == ([], {}) and moot == ([], {}) and ambiguous == [([], {}), ([], {})], (reads, moot, ambiguous)

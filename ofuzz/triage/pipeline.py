@@ -29,6 +29,7 @@ import onnx
 
 from ofuzz.store.campaign_dir import FINDING
 from ofuzz.core.vocab import IF, MCF
+from ofuzz.core.attribute_values import with_value
 from ofuzz.core.npz import load_npz
 from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
 from ofuzz.core.shorthands import negative_steps_spelled_out, reduce_axes_spelled_out, resize_axes_spelled_out
@@ -44,11 +45,11 @@ from ofuzz.judge.signature import Signature, finding_id
 from ofuzz.triage.family_test import run_culprit_family_test, run_family_test
 from ofuzz.triage.reduce import Target, reduce_model
 from ofuzz.triage.repro import write_repro
-from ofuzz.triage.rootcause import (UPSTREAM, RootKey, crash_like, failure_of, key_of, omitted_default_key, pattern_key, schema_default_key,
-                                    spelled_out_key, upstream_of)
+from ofuzz.triage.rootcause import (UPSTREAM, RootKey, crash_like, failure_of, ignored_attribute_key, key_of, omitted_default_key, pattern_key,
+                                    schema_default_key, spelled_out_key, upstream_of)
 from ofuzz.triage.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.triage.repro_facts import facts_of
-from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, negative_axes_trigger, omitted_defaults_trigger, reduce_axes_trigger,
+from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, ignored_attribute_trigger, negative_axes_trigger, omitted_defaults_trigger, reduce_axes_trigger,
                                    resize_axes_trigger, schema_defaults_trigger, slice_axes_trigger, slice_steps_trigger, static_shapes)
 from ofuzz.triage.undefined_path import undefined_on_the_way
 from ofuzz.triage.witness import failing_alone, needs_adjacency, without, witnesses
@@ -327,6 +328,11 @@ def _triggered_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.M
     if spelled:  # with the explicit pads auto_pad stands for, the engine runs it and agrees: auto_pad is the root cause
         info["trigger"] = {"spelled_out": spelled}
         return spelled_out_key(key, spelled), ("spelled_out", spelled)
+    if status == DCF and key.failure in ("shape", "value", "nan", "inf") and len(model.graph.node) == 1:
+        ignored, seen = ignored_attribute_trigger(pool, model, feeds, engine, policy)
+        if ignored:  # set to each value the spec allows, the engine's output stays while the expected one moves
+            info["trigger"] = {"ignored": ignored, **seen}
+            return ignored_attribute_key(key, ignored), ("ignored", [f"{ignored[0]}={seen['right_as_if']}"])
     return key, None
 
 
@@ -403,6 +409,10 @@ def revealed_folder(fid: str) -> str:
 
 def rewrite_original(model: onnx.ModelProto, kind: str, wrote: list[str], feeds: dict[str, np.ndarray]) -> onnx.ModelProto | None:
     """The finding's original model with the rewrite a trigger showed on its repro (the same attributes written out)."""
+    if kind == "ignored":  # "Resize.nearest_mode=floor": every such node given the value the engine computes as
+        op_attr, _, value = wrote[0].partition("=")
+        op, _, attr = op_attr.partition(".")
+        return with_value(model, op, attr, int(value) if value.lstrip("-").isdigit() else value)
     if kind == "omitted":  # "MaxPool.strides": written_out names the attribute alone
         fixed, did = written_out(model, {w.split(".", 1)[1] for w in wrote})
     elif kind == "schema_default":  # "Resize.mode": schema_defaults_written_out names operator and attribute

@@ -159,7 +159,8 @@ def _shown_trigger_key(key: RootKey, attrs: set[str], message: str) -> RootKey:
 
 SPELLED_OUT = "gets a shorthand wrong that it gets right spelled out"
 SCHEMA_DEFAULT = "leaves out an attribute at the default its schema gives"
-SHOWN_TRIGGERS = (OMITTED_DEFAULT, SPELLED_OUT, SCHEMA_DEFAULT)  # keys whose trigger the triage showed by rewriting the repro
+IGNORED_ATTRIBUTE = "gives the same output whatever value the spec's attribute takes"
+SHOWN_TRIGGERS = (OMITTED_DEFAULT, SPELLED_OUT, SCHEMA_DEFAULT, IGNORED_ATTRIBUTE)  # keys whose trigger the triage showed by rewriting the repro
 
 
 def schema_default_key(key: RootKey, wrote: list[str]) -> RootKey:
@@ -168,6 +169,14 @@ def schema_default_key(key: RootKey, wrote: list[str]) -> RootKey:
     (OnnxReduceL2.cpp) starts from keepDims = false for ReduceL1, L2, LogSum, LogSumExp and SumSquare alike, while its
     other Reduce operators default right (hand triage 18 #3)."""
     return _shown_trigger_key(key, {f"{w.split('.', 1)[1]} omitted" for w in wrote}, SCHEMA_DEFAULT)
+
+
+def ignored_attribute_key(key: RootKey, ignored: list[str]) -> RootKey:
+    """The key of a wrong output that an attribute the engine does not read explains (`ignored`: "Resize.nearest_mode",
+    see triggers.ignored_attribute_trigger): the engine and the attribute, not the value the repro happened to give it.
+    onnx2tf's Resize never reads nearest_mode (ops/Resize.py), and hand triage 28 found it as two root causes, one with
+    nearest_mode=floor and one with the default round_prefer_floor."""
+    return _shown_trigger_key(key, {f"{w} ignored" for w in ignored}, IGNORED_ATTRIBUTE)
 
 
 def spelled_out_key(key: RootKey, wrote: list[str]) -> RootKey:

@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 
 from ofuzz.core import onnx_guard
+from ofuzz.core.attribute_values import varied_attributes, with_value
 from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
 from ofuzz.core.shorthands import (REDUCE_OPS, backward_steps_reversed, negative_axes_spelled_out, negative_steps_spelled_out,
                                    reduce_axes_spelled_out,
@@ -110,6 +111,63 @@ def negative_axes_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[
     it counts from the back (shorthands.negative_axes_spelled_out), `engine` runs it (a failure) or also agrees with two
     voters (a wrong value)."""
     return _spelled(negative_axes_spelled_out, pool, model, feeds, engine, policy, status, crashed, shape)
+
+
+def ignored_attribute_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str,
+                              policy: Policy) -> tuple[list[str], dict[str, object]]:
+    """(["Resize.nearest_mode"], what was seen) when a one-node repro's wrong output comes from an attribute the engine
+    does not read: set to each value the spec allows (core/attribute_values.py), `engine` gives the very same outputs
+    while the expected ones change, and with one of those values it is right (it computes as if the attribute had
+    that value). Empty and {} otherwise. Each piece of evidence is needed: outputs that change show the attribute read;
+    expected outputs that stay show nothing (the attribute does not matter on this input); an engine right on no value
+    is wrong in some other way too. And only one attribute may look ignored: on a small input an attribute the engine
+    does read can leave its output unchanged (onnx2tf's nearest Resize of a 1x2 image gives the same pixels under
+    half_pixel and asymmetric), and then the input cannot tell which attribute the engine got wrong."""
+    if len(model.graph.node) != 1:
+        return [], {}
+    node = model.graph.node[0]
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
+    varied = varied_attributes(node, opset)
+    if not varied:
+        return [], {}
+    base = _outputs(rewrite_verdict(pool, model, feeds, engine, policy), engine)
+    if base[0] is None or base[1] is None:
+        return [], {}
+    looks_ignored: list[tuple[str, object, list[object], object]] = []
+    for attr, now, others in varied:
+        expected_changed, right_with = False, None
+        for value in others:
+            judged = rewrite_verdict(pool, with_value(model, node.op_type, attr, value), feeds, engine, policy)
+            mine, expected = _outputs(judged, engine)
+            if mine is None or not _same(mine, base[0]):
+                break  # the engine's output moved (or it failed): it reads the attribute
+            expected_changed = expected_changed or (expected is not None and not _same(expected, base[1]))
+            if right_with is None and gone_in(judged, engine, DCF):
+                right_with = value
+        else:
+            if expected_changed and right_with is not None:
+                looks_ignored.append((f"{node.op_type}.{attr}", now, list(others), right_with))
+    if len(looks_ignored) != 1:
+        return [], {}
+    label, now, others, right_with = looks_ignored[0]
+    return [label], {"attribute": label, "given": now, "tried": others, "right_as_if": right_with}
+
+
+def _outputs(judged: Judged, engine: str) -> tuple[dict[str, np.ndarray] | None, dict[str, np.ndarray] | None]:
+    """The engine's outputs and the expected ones in a verdict (None where there are none)."""
+    verdict = judged.verdict
+    mine, ref = verdict.results.get(engine), verdict.results.get(verdict.expected_from)
+    got = mine.outcome.outputs if mine is not None and mine.outcome is not None and mine.outcome.ok and mine.outcome.outputs else None
+    want = (ref.outcome.outputs if verdict.expected_from != engine and ref is not None and ref.outcome is not None and ref.outcome.ok
+            and ref.outcome.outputs else None)
+    return got, want
+
+
+def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    """Bit for bit the same outputs (NaN equal to NaN): one computation run twice, not two that happen to be close."""
+    return a.keys() == b.keys() and all(np.shape(a[k]) == np.shape(b[k]) and np.array_equal(np.asarray(a[k]), np.asarray(b[k]), equal_nan=True)
+                                        if np.asarray(a[k]).dtype.kind in "fc" else np.array_equal(np.asarray(a[k]), np.asarray(b[k]))
+                                        for k in a)
 
 
 def _spelled(spell: Callable[[onnx.ModelProto, dict[str, tuple[int, ...]]], tuple[onnx.ModelProto, list[str]]], pool: EnginePool,

@@ -1,0 +1,89 @@
+"""The values the ONNX spec allows for attributes that name one of a few behaviours (a string mode, a 0/1 flag).
+
+The triage asks of a one-node wrong value whether the engine reads such an attribute at all (`triggers.
+ignored_attribute_trigger`): set to each allowed value in turn, an engine that ignores it gives the same output while
+the expected one changes. The lists are the spec's own (operator docs, opsets 13-24); an attribute not listed here is
+never varied. Attributes that change the output's shape with the value (keepdims, transA) are left out: a wrong shape
+would be "the same output" by nothing but accident.
+"""
+from __future__ import annotations
+
+import onnx
+from onnx import helper
+
+FLAG = (0, 1)
+
+ALLOWED: dict[tuple[str, str], tuple[str | int, ...]] = {
+    ("Resize", "mode"): ("nearest", "linear", "cubic"),
+    ("Resize", "coordinate_transformation_mode"): ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                                   "asymmetric"),  # tf_crop_and_resize needs a roi input: not a plain swap
+    ("Resize", "nearest_mode"): ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"),
+    ("Resize", "exclude_outside"): FLAG,
+    ("Upsample", "mode"): ("nearest", "linear"),
+    ("GridSample", "mode"): ("linear", "nearest", "cubic"),
+    ("GridSample", "padding_mode"): ("zeros", "border", "reflection"),
+    ("GridSample", "align_corners"): FLAG,
+    ("AffineGrid", "align_corners"): FLAG,
+    ("RoiAlign", "mode"): ("avg", "max"),
+    ("RoiAlign", "coordinate_transformation_mode"): ("half_pixel", "output_half_pixel"),
+    ("Pad", "mode"): ("constant", "reflect", "edge", "wrap"),
+    ("DepthToSpace", "mode"): ("DCR", "CRD"),
+    ("Gelu", "approximate"): ("none", "tanh"),
+    ("AveragePool", "count_include_pad"): FLAG,
+    ("MaxPool", "ceil_mode"): FLAG,  # changes the shape only on some inputs: the comparison is of whole outputs
+    ("AveragePool", "ceil_mode"): FLAG,
+    ("ArgMax", "select_last_index"): FLAG,
+    ("ArgMin", "select_last_index"): FLAG,
+    ("CumSum", "exclusive"): FLAG,
+    ("CumSum", "reverse"): FLAG,
+    ("Trilu", "upper"): FLAG,
+    ("Mod", "fmod"): FLAG,
+    ("IsInf", "detect_negative"): FLAG,
+    ("IsInf", "detect_positive"): FLAG,
+    ("TopK", "largest"): FLAG,
+    ("NonMaxSuppression", "center_point_box"): FLAG,
+}
+
+SINCE = {("Resize", "half_pixel_symmetric"): 19, ("Pad", "wrap"): 19}  # values the spec added later than their attribute
+
+
+def current_value(node: onnx.NodeProto, attr: str, opset: int) -> str | int | None:
+    """The attribute's value on the node: as given, else its schema default; None when neither (no default)."""
+    given = next((a for a in node.attribute if a.name == attr), None)
+    if given is not None:
+        v = helper.get_attribute_value(given)
+        return v.decode() if isinstance(v, bytes) else v
+    try:
+        spec = onnx.defs.get_schema(node.op_type, opset, node.domain).attributes.get(attr)
+    except onnx.defs.SchemaError:
+        return None
+    if spec is None or spec.default_value is None or spec.default_value.type == onnx.AttributeProto.UNDEFINED:
+        return None
+    v = helper.get_attribute_value(spec.default_value)
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def with_value(model: onnx.ModelProto, op: str, attr: str, value: str | int) -> onnx.ModelProto:
+    """A copy with `attr` of every `op` node set to `value`."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    for node in out.graph.node:
+        if node.op_type != op:
+            continue
+        keep = [a for a in node.attribute if a.name != attr]
+        del node.attribute[:]
+        node.attribute.extend([*keep, helper.make_attribute(attr, value)])
+    return out
+
+
+def varied_attributes(node: onnx.NodeProto, opset: int) -> list[tuple[str, str | int, tuple[str | int, ...]]]:
+    """The node's attributes the spec gives a few values for: (name, its value here, the other allowed values)."""
+    out = []
+    for (op, attr), allowed in ALLOWED.items():
+        if op != node.op_type or node.domain not in ("", "ai.onnx"):
+            continue
+        now = current_value(node, attr, opset)
+        if now is None or now not in allowed:
+            continue
+        out.append((attr, now, tuple(v for v in allowed if v != now and SINCE.get((op, v), 0) <= opset)))
+    return out
