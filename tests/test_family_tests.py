@@ -492,3 +492,61 @@ def test_an_attribute_the_engine_does_not_read_is_a_shown_trigger(tmp_path):
     assert [s[0] for s in shown] == [["Resize.nearest_mode"], ["Resize.nearest_mode"]], shown
     assert shown[0][1]["given"] == "floor" and shown[1][1]["given"] == "round_prefer_floor" and shown[0][1]["right_as_if"] in ("round_prefer_ceil", "ceil")
     assert reads == ([], {}) and moot == ([], {}) and ambiguous == [([], {}), ([], {})], (reads, moot, ambiguous)
+
+
+def test_same_lower_spelled_out_joins_conv_and_conv_transpose_in_one_mnn_family(tmp_path):
+    """auto_pad SAME_* written as the explicit pads it stands for computes the same function, ConvTranspose included
+    (its pads follow from an output of in * stride; onnxruntime and the reference on both forms). Real MNN 3.6.1 (hand
+    triage 28 #5): its one convolution transform reads SAME_LOWER as SAME_UPPER, so a Conv and a ConvTranspose with
+    SAME_LOWER were two shown-trigger roots; the family's test (the pads spelled out) makes MNN right on both, and the
+    clustering keys both by the family. MNN gets SAME_UPPER right: the split it uses for both."""
+    import os
+
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+
+    from ofuzz.core.onnx_guard import static_shapes
+    from ofuzz.core.prose_defaults import auto_pad_written_out
+    from ofuzz.triage.cluster import _family
+    from ofuzz.triage.repro_facts import facts_of
+    from ofuzz.triage.rootcause import SPELLED_OUT
+
+    rng = np.random.default_rng(0)
+
+    def conv(op: str, mode: str, h: int, w: int, **attrs) -> onnx.ModelProto:
+        weight = onnx.numpy_helper.from_array(rng.uniform(-1, 1, (3, 2, 3, 3) if op == "ConvTranspose" else (2, 3, 3, 3)).astype(np.float32), "w")
+        g = helper.make_graph([helper.make_node(op, ["x", "w"], ["y"], name=f"n0_{op}", auto_pad=mode, **attrs)], "g",
+                              [helper.make_tensor_value_info("x", F, [1, 3, h, w])], [helper.make_tensor_value_info("y", F, None)], [weight])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+
+    for mode in ("SAME_UPPER", "SAME_LOWER"):
+        for attrs in ({"strides": [2, 2]}, {"strides": [2, 3], "dilations": [1, 2], "output_padding": [1, 0]}):
+            m = conv("ConvTranspose", mode, 3, 4, **attrs)
+            feeds = {"x": rng.uniform(-1, 1, (1, 3, 3, 4)).astype(np.float32)}
+            spelled, wrote = auto_pad_written_out(m, static_shapes(m, feeds))
+            assert wrote == [f"ConvTranspose.auto_pad={mode}"], wrote
+            for run in (lambda mm: ort.InferenceSession(mm.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0],
+                        lambda mm: ReferenceEvaluator(mm).run(None, feeds)[0]):
+                np.testing.assert_allclose(run(spelled), run(m), atol=1e-5)
+    assert auto_pad_written_out(conv("ConvTranspose", "SAME_LOWER", 3, 4, strides=[4, 4]), {"x": (1, 3, 3, 4), "w": (3, 2, 3, 3)})[1] == []  # kernel < stride
+
+    policy = Policy.default()
+    cases = {"ConvTranspose": conv("ConvTranspose", "SAME_LOWER", 1, 2, strides=[2, 2]), "Conv": conv("Conv", "SAME_LOWER", 4, 5, strides=[2, 2]),
+             "upper": conv("Conv", "SAME_UPPER", 4, 5, strides=[2, 2])}
+    with EnginePool(resolve(["mnn", "onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("mnn is not installed (ofuzz engines --install mnn)")
+        got = {}
+        for name, m in cases.items():
+            feeds = {"x": rng.uniform(-1, 1, tuple(d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim)).astype(np.float32)}
+            status = judge_in_memory(pool, m, feeds, policy=policy).verdict.results["mnn"].status
+            op = m.graph.node[0].op_type
+            key = RootKey("mnn", "DCF", "value", (), (f"{op}.auto_pad spelled out",), (), SPELLED_OUT)
+            got[name] = (status, run_family_test(pool, m, feeds, "mnn", policy, "DCF", key, "3.6.1"), key, m)
+    for name in ("ConvTranspose", "Conv"):
+        status, record, key, m = got[name]
+        assert status == "DCF" and record is not None and record["family"] == "mnn-conv-same-lower" and record["fixed"], (name, status, record)
+        joined = _family(key, facts_of(m), 1, policy.noise, "3.6.1", record)
+        assert joined is not None and joined[0].name == "mnn-conv-same-lower", joined
+    assert got["upper"][0] == "DCP", got["upper"]  # SAME_UPPER is the split MNN uses for both

@@ -558,6 +558,10 @@ def test_families_name_one_code_path_per_engine(nc):
     assert conv1d is not None and conv1d == family_of(nc, "mnn", "ConvTranspose", 2, "shape", 3)
     assert family_of(nc, "mnn", "Conv", 3, "shape", 4) is None and family_of(nc, "mnn", "Conv", 3, "shape") is None
     assert family_of(nc, "mnn", "Conv", 3, "value", 3) is None
+    # a family can be limited to attribute values: MNN reads SAME_LOWER as SAME_UPPER for Conv and ConvTranspose alike
+    lower = family_of(nc, "mnn", "ConvTranspose", 2, "value", 4, {"auto_pad": "SAME_LOWER"})
+    assert lower is not None and lower.name == "mnn-conv-same-lower" and lower == family_of(nc, "mnn", "Conv", 2, "shape", 4, {"auto_pad": "SAME_LOWER"})
+    assert family_of(nc, "mnn", "Conv", 2, "value", 4, {"auto_pad": "SAME_UPPER"}) is None and family_of(nc, "mnn", "Conv", 2, "value", 4) is None
     # MNN's one Reduce transform ignores the axes input of opset 18 under five names; the opset-17 form (one input),
     # its wrong values and the Reduce ops it converts elsewhere (ReduceSum) stay apart
     axes = family_of(nc, "mnn", "ReduceL2", 2, "shape")
@@ -596,6 +600,9 @@ def test_a_family_attr_not_must_map_names_to_numbers(tmp_path):
     bad = tmp_path / "families.yaml"
     bad.write_text("families:\n  - {name: f, engines: [mnn], ops: [MaxPool, AveragePool], why: w, attr_not: [dilations]}\n")
     with pytest.raises(NoiseError, match="attr_not must map attribute names"):
+        load_noise([bad])
+    bad.write_text("families:\n  - {name: f, engines: [mnn], ops: [Conv, ConvTranspose], why: w, attr_in: {auto_pad: SAME_LOWER}}\n")
+    with pytest.raises(NoiseError, match="attr_in must map attribute names to the list of values"):
         load_noise([bad])
 
 

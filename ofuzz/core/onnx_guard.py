@@ -120,3 +120,16 @@ def inferred(model: onnx.ModelProto, strict: bool = False, check: bool = False) 
 
 if __name__ == "__main__":
     _serve()
+
+
+def static_shapes(model: onnx.ModelProto, feeds: dict) -> dict[str, tuple[int, ...]] | None:
+    """Every tensor's static shape as inference gives it, the feeds' own (None: inference rejects the model)."""
+    import numpy as np
+
+    done = inferred(model, strict=False, check=False)
+    if done is None:
+        return None
+    shapes = {vi.name: tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
+              for vi in [*done.graph.input, *done.graph.value_info, *done.graph.output]}
+    shapes.update({k: tuple(np.shape(v)) for k, v in feeds.items()})
+    return shapes

@@ -87,7 +87,7 @@ def written_out(model: onnx.ModelProto, only: set[str] | None = None) -> tuple[o
     return out, sorted(set(wrote))
 
 
-SAME_PADDED = ("Conv", "AveragePool", "MaxPool", "LpPool", "ConvInteger")  # ConvTranspose's SAME_* fixes the output, not pads
+SAME_PADDED = ("Conv", "AveragePool", "MaxPool", "LpPool", "ConvInteger", "ConvTranspose")
 
 
 def _auto_pad(node: onnx.NodeProto) -> str:
@@ -96,17 +96,28 @@ def _auto_pad(node: onnx.NodeProto) -> str:
 
 def explicit_pads(node: onnx.NodeProto, in_shape: tuple[int, ...], kernel: list[int]) -> list[int] | None:
     """The pads auto_pad=SAME_UPPER/SAME_LOWER stands for on an input of spatial shape `in_shape` (the spec: output
-    ceil(in / stride); the total padding split evenly, the odd one at the end for SAME_UPPER, at the start for LOWER)."""
+    ceil(in / stride), for ConvTranspose in * stride; the total padding split evenly, the odd one at the end for
+    SAME_UPPER, at the start for LOWER). None where no explicit pads say the same (a ConvTranspose with output_shape,
+    or one whose kernel is narrower than its stride)."""
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     mode = _auto_pad(node)
     if mode not in ("SAME_UPPER", "SAME_LOWER") or len(kernel) != len(in_shape):
         return None
     n = len(kernel)
     strides, dil = list(attrs.get("strides", [1] * n)), list(attrs.get("dilations", [1] * n))
+    transposed = node.op_type == "ConvTranspose"
+    if transposed and "output_shape" in attrs:  # the pads then follow from output_shape, not from auto_pad alone
+        return None
+    out_pad = list(attrs.get("output_padding", [0] * n))
     begin, end = [], []
     for i in range(n):
-        out = -(-in_shape[i] // strides[i])
-        total = max(0, (out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in_shape[i])
+        if transposed:  # the spec: output in * stride; total_padding = stride * (in - 1) + output_padding + ((k - 1) * d + 1) - output
+            total = strides[i] * (in_shape[i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - in_shape[i] * strides[i]
+            if total < 0:  # a kernel narrower than its stride: no pads reach that output size
+                return None
+        else:
+            out = -(-in_shape[i] // strides[i])
+            total = max(0, (out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in_shape[i])
         small, big = total // 2, total - total // 2
         begin.append(small if mode == "SAME_UPPER" else big)
         end.append(big if mode == "SAME_UPPER" else small)

@@ -14,6 +14,9 @@ import numpy as np
 import onnx
 from onnx import defs, helper, numpy_helper
 
+from ofuzz.core.onnx_guard import static_shapes
+from ofuzz.core.prose_defaults import auto_pad_written_out
+
 Feeds = dict[str, np.ndarray]
 Rewrite = Callable[[onnx.ModelProto, Feeds, frozenset[str], Any], "tuple[onnx.ModelProto, Feeds] | None"]
 REWRITES: dict[str, Rewrite] = {}
@@ -224,6 +227,17 @@ def _set_pads(node: onnx.NodeProto, pads: list[int]) -> None:
     keep = [a for a in node.attribute if a.name not in ("pads", "auto_pad")]
     del node.attribute[:]
     node.attribute.extend([*keep, helper.make_attribute("pads", pads)])
+
+
+@rewrite("auto_pad_spelled_out")
+def auto_pad_spelled_out(model: onnx.ModelProto, feeds: Feeds, ops: frozenset[str], args: Any) -> tuple[onnx.ModelProto, Feeds] | None:
+    """auto_pad=SAME_UPPER/SAME_LOWER of the nodes written as the explicit pads it stands for (the same function,
+    prose_defaults.auto_pad_written_out): a defect of the shorthand goes, one of the padding itself stays."""
+    shapes = static_shapes(model, feeds)
+    if shapes is None or not _nodes(model, ops):
+        return None
+    fixed, wrote = auto_pad_written_out(model, shapes)
+    return (fixed, feeds) if any(w.split(".", 1)[0] in ops for w in wrote) else None
 
 
 @rewrite("symmetric_pads")

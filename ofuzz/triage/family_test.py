@@ -21,7 +21,7 @@ from ofuzz.judge.cut import submodel
 from ofuzz.judge.noise import Family, NoiseClasses, engine_matches
 from ofuzz.judge.signature import Signature
 from ofuzz.triage.repro_facts import OneNode, facts_of
-from ofuzz.triage.rootcause import UPSTREAM, RootKey, crash_like
+from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM, RootKey, crash_like
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.triage.triggers import gone_in, rewrite_verdict, settled_verdict
 from ofuzz.triage.witness import intermediate_values
@@ -29,8 +29,11 @@ from ofuzz.triage.witness import intermediate_values
 
 def families_for(noise: NoiseClasses | None, key: RootKey, node: OneNode | None, version: str | None) -> list[Family]:
     """The engine's operator families a one-node repro could belong to (its operator, input count, failure, first input's
-    rank and type, attributes: `repro_facts.OneNode`), for the engine version the repro ran on, in file order."""
-    if noise is None or node is None or len(key.ops) != 1 or key.failure == UPSTREAM or not noise.family_rules:
+    rank and type, attributes: `repro_facts.OneNode`), for the engine version the repro ran on, in file order. A key by
+    a shown trigger names no operator, only the trigger ("Conv.auto_pad spelled out"): its repro's one node does (MNN's
+    one convolution transform reads SAME_LOWER as SAME_UPPER for Conv and ConvTranspose alike, two shown triggers)."""
+    ops = key.ops or ((node.op,) if node is not None and key.message in SHOWN_TRIGGERS else ())
+    if noise is None or node is None or len(ops) != 1 or key.failure == UPSTREAM or not noise.family_rules:
         return []
     return noise.families(key.engine, node.op, node.inputs, key.failure, node.rank, node.attrs, node.dtype, version)
 

@@ -29,10 +29,7 @@ import onnx
 
 from ofuzz.store.campaign_dir import FINDING
 from ofuzz.core.vocab import IF, MCF
-from ofuzz.core.attribute_values import with_value
 from ofuzz.core.npz import load_npz
-from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
-from ofuzz.core.shorthands import negative_steps_spelled_out, reduce_axes_spelled_out, resize_axes_spelled_out
 from ofuzz.core.vocab import BUG, DCF, DCP, SPLIT, UNCONFIRMED, UNDEFINED
 from ofuzz.exec.engines.client import STEP_LIMIT
 from ofuzz.exec.engines.registry import EngineSpec
@@ -49,8 +46,9 @@ from ofuzz.triage.rootcause import (UPSTREAM, RootKey, crash_like, failure_of, i
                                     schema_default_key, spelled_out_key, upstream_of)
 from ofuzz.triage.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.triage.repro_facts import facts_of
-from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, ignored_attribute_trigger, negative_axes_trigger, omitted_defaults_trigger, reduce_axes_trigger,
-                                   resize_axes_trigger, schema_defaults_trigger, slice_axes_trigger, slice_steps_trigger, static_shapes)
+from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, ignored_attribute_trigger, negative_axes_trigger,
+                                   omitted_defaults_trigger, reduce_axes_trigger, resize_axes_trigger, rewrite_original, schema_defaults_trigger,
+                                   slice_axes_trigger, slice_steps_trigger)
 from ofuzz.triage.undefined_path import undefined_on_the_way
 from ofuzz.triage.witness import failing_alone, needs_adjacency, without, witnesses
 
@@ -405,30 +403,6 @@ def revealed_folder(fid: str) -> str:
     folder at once: the seed-56 export lost one of them to a FileNotFoundError)."""
     base, _, variant = fid.partition("~")
     return f"{base}~r{int(variant or 0) + 1}"
-
-
-def rewrite_original(model: onnx.ModelProto, kind: str, wrote: list[str], feeds: dict[str, np.ndarray]) -> onnx.ModelProto | None:
-    """The finding's original model with the rewrite a trigger showed on its repro (the same attributes written out)."""
-    if kind == "ignored":  # "Resize.nearest_mode=floor": every such node given the value the engine computes as
-        op_attr, _, value = wrote[0].partition("=")
-        op, _, attr = op_attr.partition(".")
-        return with_value(model, op, attr, int(value) if value.lstrip("-").isdigit() else value)
-    if kind == "omitted":  # "MaxPool.strides": written_out names the attribute alone
-        fixed, did = written_out(model, {w.split(".", 1)[1] for w in wrote})
-    elif kind == "schema_default":  # "Resize.mode": schema_defaults_written_out names operator and attribute
-        fixed, did = schema_defaults_written_out(model, set(wrote))
-    elif wrote == ["Slice.axes"]:  # a Slice over several axes, as one Slice per axis
-        fixed, did = slices_spelled_out(model)
-    else:
-        shapes = static_shapes(model, feeds)
-        if shapes is None:
-            return None
-        # a Slice stepping backward, as a Gather of what it selects; a Resize's axes, as scales over every axis; else
-        # auto_pad as the pads it stands for
-        spell = {"Slice.steps": negative_steps_spelled_out, "Resize.axes": resize_axes_spelled_out,
-                 "Reduce.axes": reduce_axes_spelled_out}.get(wrote[0] if len(wrote) == 1 else "", auto_pad_written_out)
-        fixed, did = spell(model, shapes)
-    return fixed if did else None
 
 
 def _in_users_mode(opinions: SecondOpinions | None, second: str, pool: EnginePool, engine: str, model: onnx.ModelProto, path: Path,

@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 import onnx
 
-from ofuzz.core import onnx_guard
+from ofuzz.core.onnx_guard import static_shapes
 from ofuzz.core.attribute_values import varied_attributes, with_value
 from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
 from ofuzz.core.shorthands import (REDUCE_OPS, backward_steps_reversed, negative_axes_spelled_out, negative_steps_spelled_out,
@@ -182,17 +182,6 @@ def _spelled(spell: Callable[[onnx.ModelProto, dict[str, tuple[int, ...]]], tupl
     return wrote if wrote and goes_away(pool, fixed, feeds, engine, policy, status, crashed, shape) else []
 
 
-def static_shapes(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]] | None:
-    """Every tensor's static shape as inference gives it, the feeds' own (None: inference rejects the model)."""
-    inferred = onnx_guard.inferred(model, strict=False, check=False)
-    if inferred is None:
-        return None
-    shapes = {vi.name: tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
-              for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
-    shapes.update({k: tuple(np.shape(v)) for k, v in feeds.items()})
-    return shapes
-
-
 VALUE_KINDS = {"value", "nan", "inf"}  # mismatch categories of values, compared once the shapes agree
 
 
@@ -248,3 +237,27 @@ def _all_but_voters(pool: EnginePool, engine: str, why: str) -> dict[str, str]:
     """Skip every engine but `engine` and its two cheap voters."""
     keep = set(pick_voters(pool.names, engine, limit=2)) | {engine}
     return {e: why for e in pool.names if e not in keep}
+
+
+def rewrite_original(model: onnx.ModelProto, kind: str, wrote: list[str], feeds: dict[str, np.ndarray]) -> onnx.ModelProto | None:
+    """The finding's original model with the rewrite a trigger showed on its repro (the same attributes written out)."""
+    if kind == "ignored":  # "Resize.nearest_mode=floor": every such node given the value the engine computes as
+        op_attr, _, value = wrote[0].partition("=")
+        op, _, attr = op_attr.partition(".")
+        return with_value(model, op, attr, int(value) if value.lstrip("-").isdigit() else value)
+    if kind == "omitted":  # "MaxPool.strides": written_out names the attribute alone
+        fixed, did = written_out(model, {w.split(".", 1)[1] for w in wrote})
+    elif kind == "schema_default":  # "Resize.mode": schema_defaults_written_out names operator and attribute
+        fixed, did = schema_defaults_written_out(model, set(wrote))
+    elif wrote == ["Slice.axes"]:  # a Slice over several axes, as one Slice per axis
+        fixed, did = slices_spelled_out(model)
+    else:
+        shapes = static_shapes(model, feeds)
+        if shapes is None:
+            return None
+        # a Slice stepping backward, as a Gather of what it selects; a Resize's axes, as scales over every axis; else
+        # auto_pad as the pads it stands for
+        spell = {"Slice.steps": negative_steps_spelled_out, "Resize.axes": resize_axes_spelled_out,
+                 "Reduce.axes": reduce_axes_spelled_out}.get(wrote[0] if len(wrote) == 1 else "", auto_pad_written_out)
+        fixed, did = spell(model, shapes)
+    return fixed if did else None

@@ -26,7 +26,7 @@ _FIELDS = {
     "unsupported": ({"name", "engines"}, {"patterns", "op", "attribute", "op_from", "doc", "divergence", "skip_when"}),
     "undefined": ({"name", "ops", "why"}, {"when", "doc", "except_ops"}),
     "reference_gaps": ({"name", "ops", "reason"}, {"when", "doc", "except_ops"}),
-    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures", "input_ranks", "attr_not", "input_dtypes", "versions", "test"}),
+    "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures", "input_ranks", "attr_not", "attr_in", "input_dtypes", "versions", "test"}),
     "upstream_unknown_shape": ({"name", "engines", "why"}, {"doc"}),
 }
 
@@ -139,6 +139,11 @@ def _family(raw: dict, file: str) -> Family:
                                                  for k, v in attr_not.items()):
         raise _Bad(f"attr_not must map attribute names to the number that leaves them unused, got {attr_not!r}",
                    "write attr_not: {dilations: 1} (or leave it out)")
+    attr_in = raw.get("attr_in", {})
+    if not isinstance(attr_in, dict) or not all(isinstance(k, str) and isinstance(v, list) and v and all(isinstance(x, (str, int, float)) for x in v)
+                                                for k, v in attr_in.items()):
+        raise _Bad(f"attr_in must map attribute names to the list of values the family holds, got {attr_in!r}",
+                   "write attr_in: {auto_pad: [SAME_LOWER]} (or leave it out)")
     dtypes = _strings(raw, "input_dtypes", required=False)
     bad = [d for d in dtypes if d not in TENSOR_TYPES]
     if bad:
@@ -154,7 +159,8 @@ def _family(raw: dict, file: str) -> Family:
     rewrite, args, reading = _family_test(raw.get("test"))
     return Family(raw["name"], tuple(_strings(raw, "engines")), tuple(ops), raw["why"], n, file, tuple(failures), tuple(ranks),
                   tuple((k, float(v)) for k, v in attr_not.items()), tuple(dtypes), versions, rewrite, json.dumps(args), reading,
-                  test_defaults=bool((raw.get("test") or {}).get("defaults_written")))
+                  test_defaults=bool((raw.get("test") or {}).get("defaults_written")),
+                  attr_in=tuple((k, tuple(v)) for k, v in attr_in.items()))
 
 
 def _family_test(test: Any) -> tuple[str, Any, str]:

@@ -51,6 +51,9 @@ class Family:
     # the node's omitted schema defaults written out before the rewrite (the same model by the spec): another defect of an
     # omitted default (MNN's keepdims) must not hide the answer of this hypothesis's test
     test_defaults: bool = False
+    # only nodes whose attribute takes one of these values ({auto_pad: [SAME_LOWER]}): MNN reads SAME_LOWER as
+    # SAME_UPPER, and its Conv and ConvTranspose are other defects' operators too
+    attr_in: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
     @property
     def tested(self) -> bool:
@@ -63,7 +66,8 @@ class Family:
                 and (not self.failures or failure in self.failures or failure.split(":")[0] in self.failures)
                 and (not self.input_ranks or rank in self.input_ranks)
                 and (not self.input_dtypes or dtype in self.input_dtypes)
-                and all(_differs(attrs or {}, name, unused) for name, unused in self.attr_not))
+                and all(_differs(attrs or {}, name, unused) for name, unused in self.attr_not)
+                and all((attrs or {}).get(name) in values for name, values in self.attr_in))
 
 
 _VERSION = re.compile(r"\d+(?:\.\d+)+")
