@@ -550,3 +550,49 @@ def test_same_lower_spelled_out_joins_conv_and_conv_transpose_in_one_mnn_family(
         joined = _family(key, facts_of(m), 1, policy.noise, "3.6.1", record)
         assert joined is not None and joined[0].name == "mnn-conv-same-lower", joined
     assert got["upper"][0] == "DCP", got["upper"]  # SAME_UPPER is the split MNN uses for both
+    # a repro the reducer left with a consumer (seed 57: the Conv kept an Add): the families are asked of the node the
+    # shown trigger names
+    two = cases["Conv"]
+    two.graph.node.append(helper.make_node("Add", ["y", "y"], ["z"], name="n1_Add"))
+    two.graph.output[0].name = "z"
+    facts = facts_of(two, None, {"Conv"})
+    assert facts.one_node is None and facts.trigger_node is not None and facts.trigger_node.attrs["auto_pad"] == "SAME_LOWER"
+    with EnginePool(resolve(["mnn", "onnxruntime", "reference"]), tmp_path / "pool2") as pool:
+        pool.start()
+        feeds = {"x": rng.uniform(-1, 1, (1, 3, 4, 5)).astype(np.float32)}
+        key = RootKey("mnn", "DCF", "value", (), ("Conv.auto_pad spelled out",), (), SPELLED_OUT)
+        record = run_family_test(pool, two, feeds, "mnn", policy, "DCF", key, "3.6.1", facts.trigger_node)
+    assert record is not None and record["fixed"], record
+    joined = _family(key, facts, 2, policy.noise, "3.6.1", record)
+    assert joined is not None and joined[0].name == "mnn-conv-same-lower", joined
+
+
+def test_a_family_whose_defaults_alone_make_the_engine_right_does_not_hold(tmp_path):
+    """The control of a family test that writes the omitted defaults out first: when they alone make the engine right,
+    the omitted default is the defect, not the family's. Real MNN 3.6.1 (hand triage 29): a ReduceLogSum over an input of
+    ones only ([1,1,1,1], axes [-4,-3] as an input, keepdims omitted) is wrong because MNN's Reduce transform starts from
+    keepdims = false (OnnxReduceL2.cpp:27); the axes it ignores cannot show on axes of size 1. It had joined the
+    axes-input family, whose test writes keepdims out before dropping the axes. With axes over a size-2 axis, the
+    defaults alone leave MNN wrong (it still reduces every axis) and the family holds."""
+    import os
+
+    from ofuzz.triage.rootcause import SCHEMA_DEFAULT
+
+    def reduce(shape: list[int], axes: list[int]) -> onnx.ModelProto:
+        g = helper.make_graph([helper.make_node("ReduceLogSum", ["x", "axes"], ["y"], name="n0_ReduceLogSum")], "g",
+                              [helper.make_tensor_value_info("x", F, shape)], [helper.make_tensor_value_info("y", F, None)],
+                              [onnx.numpy_helper.from_array(np.array(axes, np.int64), "axes")])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+
+    policy = Policy.default()
+    ones, axis = reduce([1, 1, 1, 1], [-4, -3]), reduce([1, 2, 3, 1], [1])
+    with EnginePool(resolve(["mnn", "onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("mnn is not installed (ofuzz engines --install mnn)")
+        key = RootKey("mnn", "DCF", "shape", (), ("keepdims omitted",), (), SCHEMA_DEFAULT)
+        defaults_only = run_family_test(pool, ones, {"x": np.full((1, 1, 1, 1), 2.0, np.float32)}, "mnn", policy, "DCF", key, "3.6.1")
+        axes_too = run_family_test(pool, axis, {"x": np.random.default_rng(0).uniform(1, 2, (1, 2, 3, 1)).astype(np.float32)}, "mnn", policy, "DCF",
+                                   RootKey("mnn", "DCF", "shape", ("ReduceLogSum",), (), ()), "3.6.1")
+    assert defaults_only is not None and not defaults_only["fixed"] and "alone" in defaults_only["note"], defaults_only
+    assert axes_too is not None and axes_too["family"] == "mnn-reduce-axes-input" and axes_too["fixed"], axes_too

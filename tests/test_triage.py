@@ -1133,11 +1133,11 @@ def test_the_first_input_rank_of_a_one_node_repro_comes_from_its_graph_input_or_
     conv = h.make_node("Conv", ["x", "w"], ["y"])
     y = h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
     g = h.make_graph([conv], "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 5])], [y], [w])
-    assert _first_input_rank(h.make_model(g)) == 3
+    assert _first_input_rank(h.make_model(g), g.node[0]) == 3
     g = h.make_graph([h.make_node("Conv", ["w", "x"], ["y"])], "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 2, 1])], [y], [w])
-    assert _first_input_rank(h.make_model(g)) == 3  # from the initializer
+    assert _first_input_rank(h.make_model(g), g.node[0]) == 3  # from the initializer
     g = h.make_graph([conv], "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, None)], [y], [w])
-    assert _first_input_rank(h.make_model(g)) is None  # unknown: a rank-limited family does not hold
+    assert _first_input_rank(h.make_model(g), g.node[0]) is None  # unknown: a rank-limited family does not hold
 
 
 def test_the_facts_the_clustering_asks_are_recorded_with_the_repro(tmp_path):

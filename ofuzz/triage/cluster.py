@@ -174,9 +174,10 @@ def _family(key: RootKey, facts: ReproFacts | None, nodes: int, noise: NoiseClas
     if culprit and key.failure == UPSTREAM:  # tested on the upstream failure's one culprit, cut out alone
         key, facts, nodes = (RootKey(key.engine, DCF, culprit["failure"], key.ops, (), (), ""),
                              ReproFacts(OneNode(**culprit["one_node"])), 1)
-    if noise is None or nodes != 1 or not noise.family_rules or facts is None:
+    node = None if facts is None else facts.one_node if nodes == 1 else facts.trigger_node if key.message in SHOWN_TRIGGERS else None
+    if noise is None or node is None or not noise.family_rules:
         return None
-    candidates = families_for(noise, key, facts.one_node, version)
+    candidates = families_for(noise, key, node, version)
     passed = next((f for f in candidates if f.tested and f.name == test.get("family") and test.get("fixed")), None)
     if passed is not None:
         how = (f"its output read as {test['reading']} is the expected one" if "reading" in test else

@@ -42,10 +42,10 @@ from ofuzz.judge.signature import Signature, finding_id
 from ofuzz.triage.family_test import run_culprit_family_test, run_family_test
 from ofuzz.triage.reduce import Target, reduce_model
 from ofuzz.triage.repro import write_repro
-from ofuzz.triage.rootcause import (UPSTREAM, RootKey, crash_like, failure_of, ignored_attribute_key, key_of, omitted_default_key, pattern_key,
-                                    schema_default_key, spelled_out_key, upstream_of)
+from ofuzz.triage.rootcause import (SHOWN_TRIGGERS, UPSTREAM, RootKey, crash_like, failure_of, ignored_attribute_key, key_of,
+                                    omitted_default_key, pattern_key, schema_default_key, spelled_out_key, upstream_of)
 from ofuzz.triage.second_opinion import MODE_ONLY, SecondOpinions
-from ofuzz.triage.repro_facts import facts_of
+from ofuzz.triage.repro_facts import facts_of, trigger_ops
 from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, ignored_attribute_trigger, negative_axes_trigger,
                                    omitted_defaults_trigger, reduce_axes_trigger, resize_axes_trigger, rewrite_original, schema_defaults_trigger,
                                    slice_axes_trigger, slice_steps_trigger)
@@ -147,11 +147,12 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     # what the reduced repro holds, before clustering: no id here (the root cause's id is the clustered key's, in
     # `ofuzz bugs`; an id of this raw key disagreed with it and misled hand triage 6)
     info["root"] = {k: v for k, v in root.to_json().items() if k != "id"}
-    info["facts"] = facts_of(red_model, info.get("witnesses")).to_json()  # what the clustering asks of the repro (repro_facts.py)
+    facts = facts_of(red_model, info.get("witnesses"), trigger_ops(root.attrs) if root.message in SHOWN_TRIGGERS else None)
+    info["facts"] = facts.to_json()  # what the clustering asks of the repro (repro_facts.py)
     _final_class(case, info, root, red_model, red_feeds, value_engine)
     if info.get("klass") == BUG and "family_test" not in info:  # an engine family's hypothesis, tested on this repro (the clustering reads the record)
         tested = run_family_test(case.pool, red_model, red_feeds, case.engine, case.policy, case.hit.status, root,
-                               (info.get("versions") or {}).get(case.engine))
+                                 (info.get("versions") or {}).get(case.engine), facts.one_node or facts.trigger_node)
         if tested is not None:
             info["family_test"] = tested
     if rewrite is not None and depth == 0:

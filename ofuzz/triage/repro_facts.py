@@ -31,21 +31,31 @@ class OneNode:
 class ReproFacts:
     one_node: OneNode | None = None
     unknown_shape_handed: bool = False  # the culprits hand the peeled witnesses only tensors of unknown static shape
+    # in a repro of several nodes, the one node of the operator a shown trigger names ("Conv.auto_pad spelled out"): the
+    # engine families are asked of it (MNN's Conv SAME_LOWER repro kept an Add and a second output)
+    trigger_node: OneNode | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "ReproFacts":
-        one = d.get("one_node")
-        return ReproFacts(OneNode(**one) if one else None, bool(d.get("unknown_shape_handed")))
+        one, trig = d.get("one_node"), d.get("trigger_node")
+        return ReproFacts(OneNode(**one) if one else None, bool(d.get("unknown_shape_handed")), OneNode(**trig) if trig else None)
 
 
-def facts_of(model: onnx.ModelProto, witnesses: list[str] | None = None) -> ReproFacts:
-    """The facts of a reduced repro (`witnesses`: the operators the triage peeled as running right alone)."""
-    one = _one_node(model) if len(model.graph.node) == 1 else None
+def facts_of(model: onnx.ModelProto, witnesses: list[str] | None = None, trigger_ops: set[str] | None = None) -> ReproFacts:
+    """The facts of a reduced repro (`witnesses`: the operators the triage peeled as running right alone; `trigger_ops`:
+    the operators a shown trigger names)."""
+    one = _node_facts(model, 0) if len(model.graph.node) == 1 else None
     handed = bool(witnesses) and hands_on_unknown_shape(model, peeled_nodes(model, list(witnesses or [])))
-    return ReproFacts(one, handed)
+    named = [i for i, n in enumerate(model.graph.node) if n.op_type in (trigger_ops or set())]
+    return ReproFacts(one, handed, _node_facts(model, named[0]) if one is None and len(named) == 1 else None)
+
+
+def trigger_ops(attrs: tuple[str, ...] | list[str]) -> set[str]:
+    """The operators a shown trigger's marks name: "Conv" of "Conv.auto_pad spelled out" ("strides omitted" names none)."""
+    return {a.split(" ", 1)[0].split(".", 1)[0] for a in attrs if "." in a.split(" ", 1)[0]}
 
 
 def facts_of_folder(folder: Path, info: dict[str, Any]) -> ReproFacts | None:
@@ -56,8 +66,8 @@ def facts_of_folder(folder: Path, info: dict[str, Any]) -> ReproFacts | None:
     return facts_of(onnx.load(str(path)), info.get("witnesses") or []) if path.is_file() else None
 
 
-def _one_node(model: onnx.ModelProto) -> OneNode:
-    node = model.graph.node[0]
+def _node_facts(model: onnx.ModelProto, index: int) -> OneNode:
+    node = model.graph.node[index]
     attrs = {}
     for a in node.attribute:
         if a.type in (onnx.AttributeProto.TENSOR, onnx.AttributeProto.GRAPH, onnx.AttributeProto.TENSORS, onnx.AttributeProto.GRAPHS,
@@ -67,18 +77,18 @@ def _one_node(model: onnx.ModelProto) -> OneNode:
         value = onnx.helper.get_attribute_value(a)
         attrs[a.name] = value.decode(errors="replace") if isinstance(value, bytes) else \
             [v.decode(errors="replace") if isinstance(v, bytes) else v for v in value] if isinstance(value, list) else value
-    return OneNode(node.op_type, sum(1 for i in node.input if i), _first_input_rank(model), _first_input_type(model), attrs)
+    return OneNode(node.op_type, sum(1 for i in node.input if i), _first_input_rank(model, node), _first_input_type(model, node), attrs)
 
 
-def _first_input(model: onnx.ModelProto) -> onnx.TensorProto | onnx.ValueInfoProto | None:
-    """The initializer or graph input that feeds a one-node model's first input (None: neither)."""
-    name = model.graph.node[0].input[0] if model.graph.node and model.graph.node[0].input else ""
+def _first_input(model: onnx.ModelProto, node: onnx.NodeProto) -> onnx.TensorProto | onnx.ValueInfoProto | None:
+    """The initializer or graph input that feeds the node's first input (None: neither, e.g. another node's output)."""
+    name = node.input[0] if node.input else ""
     return next((t for t in model.graph.initializer if t.name == name), None) or \
         next((v for v in model.graph.input if v.name == name), None)
 
 
-def _first_input_rank(model: onnx.ModelProto) -> int | None:
-    src = _first_input(model)
+def _first_input_rank(model: onnx.ModelProto, node: onnx.NodeProto) -> int | None:
+    src = _first_input(model, node)
     if isinstance(src, onnx.TensorProto):
         return len(src.dims)
     if src is not None and src.type.tensor_type.HasField("shape"):
@@ -86,8 +96,8 @@ def _first_input_rank(model: onnx.ModelProto) -> int | None:
     return None
 
 
-def _first_input_type(model: onnx.ModelProto) -> str | None:
-    src = _first_input(model)
+def _first_input_type(model: onnx.ModelProto, node: onnx.NodeProto) -> str | None:
+    src = _first_input(model, node)
     code = src.data_type if isinstance(src, onnx.TensorProto) else (src.type.tensor_type.elem_type if src is not None else 0)
     try:
         return onnx.helper.tensor_dtype_to_np_dtype(code).name if code else None
