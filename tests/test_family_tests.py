@@ -596,3 +596,33 @@ def test_a_family_whose_defaults_alone_make_the_engine_right_does_not_hold(tmp_p
                                    RootKey("mnn", "DCF", "shape", ("ReduceLogSum",), (), ()), "3.6.1")
     assert defaults_only is not None and not defaults_only["fixed"] and "alone" in defaults_only["note"], defaults_only
     assert axes_too is not None and axes_too["family"] == "mnn-reduce-axes-input" and axes_too["fixed"], axes_too
+
+
+def test_mnn_cast_to_bool_family_holds_cast_and_castlike_whatever_the_magnitude(tmp_path):
+    """Real MNN 3.6.1 maps ONNX BOOL to INT32 for Cast and CastLike alike (onnxOpConverter.cpp:213): Cast(0.2154) gives 0
+    (False), CastLike(5801.9) gives 5801, where the spec gives True. The family's test (inputs made 0 or 1, where a cast
+    to int32 is a cast to bool) makes MNN right on both; the test it had before (rounding away from zero) left 5801.9
+    wrong, and hand triage 29 found that CastLike as a root of its own beside the family."""
+    import os
+
+    x = np.array([[0.2154, 5801.9, -0.5, 0.0, -3.7, 1e-3]], np.float32)
+
+    def model(op: str) -> onnx.ModelProto:
+        if op == "Cast":
+            node, inits = helper.make_node("Cast", ["x"], ["y"], name="n0_Cast", to=onnx.TensorProto.BOOL), []
+        else:
+            node, inits = helper.make_node("CastLike", ["x", "like"], ["y"], name="n0_CastLike"), [onnx.numpy_helper.from_array(np.array([True]), "like")]
+        g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [1, 6])], [helper.make_tensor_value_info("y", onnx.TensorProto.BOOL, [1, 6])], inits)
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+
+    policy = Policy.default()
+    with EnginePool(resolve(["mnn", "onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("mnn is not installed (ofuzz engines --install mnn)")
+        got = {}
+        for op in ("Cast", "CastLike"):
+            status = judge_in_memory(pool, model(op), {"x": x}, policy=policy).verdict.results["mnn"].status
+            got[op] = (status, run_family_test(pool, model(op), {"x": x}, "mnn", policy, "DCF", RootKey("mnn", "DCF", "value", (op,), (), ()), "3.6.1"))
+    for op, (status, record) in got.items():
+        assert status == "DCF" and record is not None and record["family"] == "mnn-cast-to-bool" and record["fixed"], (op, status, record)
