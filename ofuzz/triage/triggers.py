@@ -165,9 +165,10 @@ def _outputs(judged: Judged, engine: str) -> tuple[dict[str, np.ndarray] | None,
 
 def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
     """Bit for bit the same outputs (NaN equal to NaN): one computation run twice, not two that happen to be close."""
-    return a.keys() == b.keys() and all(np.shape(a[k]) == np.shape(b[k]) and np.array_equal(np.asarray(a[k]), np.asarray(b[k]), equal_nan=True)
-                                        if np.asarray(a[k]).dtype.kind in "fc" else np.array_equal(np.asarray(a[k]), np.asarray(b[k]))
-                                        for k in a)
+    def equal(x: np.ndarray, y: np.ndarray) -> bool:
+        x, y = np.asarray(x), np.asarray(y)
+        return np.array_equal(x, y, equal_nan=x.dtype.kind in "fc" and y.dtype.kind in "fc")
+    return a.keys() == b.keys() and all(equal(a[k], b[k]) for k in a)
 
 
 def _spelled(spell: Callable[[onnx.ModelProto, dict[str, tuple[int, ...]]], tuple[onnx.ModelProto, list[str]]], pool: EnginePool,
