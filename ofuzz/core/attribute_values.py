@@ -8,6 +8,9 @@ would be "the same output" by nothing but accident.
 """
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import onnx
 from onnx import helper
 
@@ -50,17 +53,21 @@ SINCE = {("Resize", "half_pixel_symmetric"): 19, ("Pad", "wrap"): 19}  # values 
 def current_value(node: onnx.NodeProto, attr: str, opset: int) -> str | int | None:
     """The attribute's value on the node: as given, else its schema default; None when neither (no default)."""
     given = next((a for a in node.attribute if a.name == attr), None)
-    if given is not None:
-        v = helper.get_attribute_value(given)
-        return v.decode() if isinstance(v, bytes) else v
+    v = helper.get_attribute_value(given) if given is not None else schema_default(node.op_type, attr, opset, node.domain)
+    return v.decode() if isinstance(v, bytes) else v
+
+
+@functools.cache
+def schema_default(op_type: str, attr: str, opset: int, domain: str = "") -> Any:
+    """The schema's default of the attribute at this opset (the attribute's value as onnx.helper reads it), None if it
+    has none or the operator is unknown."""
     try:
-        spec = onnx.defs.get_schema(node.op_type, opset, node.domain).attributes.get(attr)
+        spec = onnx.defs.get_schema(op_type, opset, domain).attributes.get(attr)
     except onnx.defs.SchemaError:
         return None
     if spec is None or spec.default_value is None or spec.default_value.type == onnx.AttributeProto.UNDEFINED:
         return None
-    v = helper.get_attribute_value(spec.default_value)
-    return v.decode() if isinstance(v, bytes) else v
+    return helper.get_attribute_value(spec.default_value)
 
 
 def with_value(model: onnx.ModelProto, op: str, attr: str, value: str | int) -> onnx.ModelProto:

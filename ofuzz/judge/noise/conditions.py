@@ -9,8 +9,9 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ofuzz.core.attribute_values import schema_default
 from ofuzz.core.vocab import EXCEPTION, PROCESS_DIED, TIMEOUT
-from ofuzz.judge.noise.base import ANY_OP, Cond, KINDS, Tri, _Bad, _elem_type_of, _int_range, _kind_of_type, _op_facts, _schema
+from ofuzz.judge.noise.base import ANY_OP, Cond, KINDS, Tri, _Bad, _elem_type_of, _int_range, _kind_of_type, _op_facts
 
 # ---------------------------------------------------------------------------------------------
 # What a condition sees: one node, what is known about its inputs, the opset
@@ -64,11 +65,8 @@ class _NodeView:
 
     def default(self, name: str) -> Any:
         """The schema's default of the attribute at this opset, None if it has none."""
-        schema = _schema(self.node.op_type, self.opset)
-        spec = schema.attributes.get(name) if schema is not None else None
-        if spec is None or spec.default_value.type == onnx.AttributeProto.UNDEFINED:
-            return None
-        return _plain(helper.get_attribute_value(spec.default_value))
+        value = schema_default(self.node.op_type, name, self.opset)
+        return None if value is None else _plain(value)
 
 
 def _plain(v: Any) -> Any:
