@@ -193,3 +193,20 @@ def test_a_candidate_whose_einsum_labels_disagree_in_size_is_not_well_formed():
 
     assert well_formed(einsum([2, 3], [2, 4])) and well_formed(einsum([1, 3], [2, 4], "...b,...c->bc"))
     assert not well_formed(einsum([1, 3], [2, 4]))
+
+
+def test_one_cheap_voter_against_a_divergence_does_not_stop_the_reduction(tmp_path):
+    """One voter against the blamed engine is a split, never a blame: the reduction must not shrink on that pair alone
+    (every candidate failed and an explicit default attribute stayed in the key, hand triage 30)."""
+    node = helper.make_node("Neg", ["x"], ["y"], name="n0_Neg")
+    wrap = helper.make_node("Transpose", ["y"], ["z"], name="n1_Transpose", perm=[0, 1, 2, 3])  # the default order, spelled out
+    g = helper.make_graph([node, wrap], "neg", [helper.make_tensor_value_info("x", F, [1, 3, 4, 6])],
+                          [helper.make_tensor_value_info("z", F, [1, 3, 4, 6])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"x": np.random.default_rng(2).uniform(-1, 1, (1, 3, 4, 6)).astype(np.float32)}
+    with EnginePool(resolve(["testdouble", "onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        red = reduce_model(pool, model, feeds, Target("testdouble", "DCF", "value|Neg"), "reference", budget=120,
+                           must_agree={"onnxruntime"}, cheap={"onnxruntime"})
+    assert [n.op_type for n in red.model.graph.node] == ["Neg"]
+    assert red.inputs["x"].size < feeds["x"].size and not (red.inputs["x"] < 0).any()
