@@ -1526,3 +1526,22 @@ def test_defects_revealed_behind_two_models_of_one_signature_get_two_folders():
 
     assert revealed_folder("1b2b3943b0") == "1b2b3943b0~r1" and revealed_folder("1b2b3943b0~1") == "1b2b3943b0~r2"
     assert revealed_folder("1b2b3943b0~3") == "1b2b3943b0~r4"
+
+
+def test_a_wrong_shape_spelled_out_into_values_no_two_engines_share_is_still_fixed_by_the_shorthand(tmp_path):
+    """onnxruntime's MaxPool with SAME_UPPER and dilations pads for the undilated kernel: the 1-element input gives a
+    0-wide output (the spec: ceil(1 / 1) = 1). Spelled out, the one window holds padding only and the engines split on its
+    value, but the shape is now the declared one, so the shorthand is the trigger (hand triage 30 counted the one-node
+    repro apart from its spelled-out sibling)."""
+    from ofuzz.triage.triggers import auto_pad_trigger
+
+    node = helper.make_node("MaxPool", ["x"], ["y"], name="n0_MaxPool", auto_pad="SAME_UPPER", kernel_shape=[2], dilations=[2], strides=[1])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [1, 1, 1])], [helper.make_tensor_value_info("y", F, [1, 1, 1])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"x": np.array([[[0.75]]], np.float32)}
+    with EnginePool(resolve(["onnxruntime", "reference", "mnn"]), tmp_path / "pool") as pool:
+        pool.start()
+        onnx.save(model, str(tmp_path / "m.onnx"))
+        judged = judge_model(pool, model, tmp_path / "m.onnx", feeds, policy=Policy.default())
+        assert any(f.signature.startswith("onnxruntime|DCF|shape") for f in judged.findings), [f.signature for f in judged.findings]
+        assert auto_pad_trigger(pool, model, feeds, "onnxruntime", Policy.default(), "DCF", shape=True) == ["MaxPool.auto_pad=SAME_UPPER"]
