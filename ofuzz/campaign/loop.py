@@ -59,7 +59,10 @@ class CampaignOptions:
     steer: bool = DEFAULT_STEER  # prefer models every engine can run (ofuzz.gen.steering)
     candidates: int = 1  # models generated per step; the most novel is judged (ofuzz.gen.novelty)
     int_inputs: float = DEFAULT_INT_INPUTS  # share of models with integer inputs (GenerateOptions.int_inputs)
-    step_limits: bool = True  # engines' campaign_timeout (engine.yaml) as their step limits; the export re-judges with timeout
+    # engines' campaign_timeout (engine.yaml) as their step limits, the export re-judging every model cut there with the
+    # full timeout. Off by default: a cut model is paid twice (the limit, then its whole re-judge), and its re-judges made
+    # the export's cost depend on how many slow conversions a campaign met (half of a 30-minute export's work)
+    step_limits: bool = False
 
 
 @dataclass

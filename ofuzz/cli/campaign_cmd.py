@@ -71,7 +71,7 @@ def campaign(
     opset: str = OPSET_OPTION,
     steer: bool = typer.Option(DEFAULT_STEER, "--steer/--no-steer", help="Engine-aware steering: a model holding an operator an engine keeps failing on is sent to that engine less often (see README)."),
     int_inputs: float = INT_INPUTS_OPTION,
-    step_limits: bool = typer.Option(True, "--step-limits/--no-step-limits", help="Give engines their campaign_timeout (engine.yaml: onnx2tf 10 s) per step; the export re-judges every model cut there with the engine's full timeout."),
+    step_limits: bool = typer.Option(False, "--step-limits/--no-step-limits", help="Give engines their campaign_timeout (engine.yaml: onnx2tf 10 s) per step; the export re-judges every model cut there with the engine's full timeout (off: each model is judged once, with the full timeout, inside the campaign's budget)."),
     candidates: int = typer.Option(1, "--candidates", min=1, max=64, help="Models generated per step; the one whose constructs the engines that would run it have computed least is judged (see README)."),
 ) -> None:
     """Run a coverage-guided fuzzing campaign (Algorithm 1) on the engines; resumable."""
