@@ -210,3 +210,16 @@ def test_one_cheap_voter_against_a_divergence_does_not_stop_the_reduction(tmp_pa
                            must_agree={"onnxruntime"}, cheap={"onnxruntime"})
     assert [n.op_type for n in red.model.graph.node] == ["Neg"]
     assert red.inputs["x"].size < feeds["x"].size and not (red.inputs["x"] < 0).any()
+
+
+def test_an_engine_far_slower_on_this_model_is_asked_last():
+    """The reference evaluator's GridSample is Python loops (15 s a check on one MNN repro): the reduction's voters and
+    its source of intermediate values are the engines quick on this very model, whatever their usual cost."""
+    from ofuzz.judge.localise import pick_voters, value_source
+
+    agreeing = ["onnxruntime", "reference", "tensorflow"]
+    assert pick_voters(agreeing, "mnn") == ["reference", "onnxruntime"]  # the usual order: by cost
+    assert pick_voters(agreeing, "mnn", seconds={"reference": 0.4, "onnxruntime": 0.01, "tensorflow": 1.2}) == ["reference", "onnxruntime"]
+    slow_ref = {"reference": 14.4, "onnxruntime": 0.06, "tensorflow": 0.9}
+    assert pick_voters(agreeing, "mnn", seconds=slow_ref) == ["onnxruntime", "tensorflow"]
+    assert value_source(agreeing, "mnn") == "reference" and value_source(agreeing, "mnn", slow_ref) == "onnxruntime"

@@ -27,9 +27,19 @@ MAX_CANDIDATES = 6
 MAX_VOTERS = 2  # majority engines compared with the blamed one, cheapest first (a TensorFlow conversion costs ~0.5 s)
 
 
-def pick_voters(majority: list[str], blamed: str, excluded: dict[str, str] | None = None, limit: int = MAX_VOTERS) -> list[str]:
-    """The majority engines to compare with: all but the blamed and excluded ones, cheapest first, at most `limit`."""
-    return sorted((e for e in majority if e != blamed and e not in (excluded or {})), key=lambda e: (cost_of(e), e))[:limit]
+SLOW_ON_MODEL = 1.0  # seconds an engine took on this model above which (and 10 times the quickest voter's) it is asked last
+
+
+def pick_voters(majority: list[str], blamed: str, excluded: dict[str, str] | None = None, limit: int = MAX_VOTERS,
+                seconds: dict[str, float] | None = None) -> list[str]:
+    """The majority engines to compare with: all but the blamed and excluded ones, cheapest first, at most `limit`.
+    `seconds`: what each took on this very model; one far slower there than the others is asked last, whatever its usual
+    cost (the reference evaluator's GridSample is Python loops: 15 s a check, 46 s to reduce one MNN repro in 3 checks)."""
+    pool = [e for e in majority if e != blamed and e not in (excluded or {})]
+    took = {e: (seconds or {}).get(e, 0.0) for e in pool}
+    quickest = min(took.values(), default=0.0)
+    slow = {e for e, t in took.items() if t > max(SLOW_ON_MODEL, 10 * quickest)}
+    return sorted(pool, key=lambda e: (e in slow, cost_of(e), e))[:limit]
 
 
 @dataclass
@@ -130,8 +140,10 @@ def _plain(v: Any) -> Any:
     return str(v)
 
 
-def value_source(agreeing: Iterable[str], fallback: str) -> str:
+def value_source(agreeing: Iterable[str], fallback: str, seconds: dict[str, float] | None = None) -> str:
     """The engine whose intermediate values stand for the majority's (localisation, isolation, reduction): the reference
     evaluator or onnxruntime when they agree with the majority (cheapest to run with every tensor exposed), else
-    `fallback` (another agreeing engine, chosen by the caller)."""
-    return next(iter(spec_close_first(agreeing)), fallback)
+    `fallback` (another agreeing engine, chosen by the caller). `seconds`: as for pick_voters, one far slower on this
+    model is taken last."""
+    close = spec_close_first(agreeing)
+    return next(iter(pick_voters(close, "", limit=len(close), seconds=seconds) if seconds else close), fallback)
