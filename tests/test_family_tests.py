@@ -626,3 +626,30 @@ def test_mnn_cast_to_bool_family_holds_cast_and_castlike_whatever_the_magnitude(
             got[op] = (status, run_family_test(pool, model(op), {"x": x}, "mnn", policy, "DCF", RootKey("mnn", "DCF", "value", (op,), (), ()), "3.6.1"))
     for op, (status, record) in got.items():
         assert status == "DCF" and record is not None and record["family"] == "mnn-cast-to-bool" and record["fixed"], (op, status, record)
+
+
+def test_a_recurrent_direction_the_engine_does_not_read_is_a_shown_trigger(tmp_path):
+    """Real MNN 3.6.1 (hand triage 29): its converter only asks whether an RNN's direction is "bidirectional", so
+    direction=reverse runs forward; the one-way directions swap without changing any shape, so they are varied like any
+    mode, and the repro keys as "RNN.direction ignored" (it was keyed by `direction=reverse` and hidden_size).
+    onnxruntime reads it: no trigger."""
+    import os
+
+    from ofuzz.triage.triggers import ignored_attribute_trigger
+
+    rng = np.random.default_rng(3)
+    inits = [onnx.numpy_helper.from_array(rng.uniform(-1, 1, shape).astype(np.float32), name)
+             for name, shape in (("W", [1, 4, 3]), ("R", [1, 4, 4]), ("B", [1, 8]))]
+    node = helper.make_node("RNN", ["x", "W", "R", "B"], ["y"], name="n0_RNN", hidden_size=4, direction="reverse")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [5, 1, 3])], [helper.make_tensor_value_info("y", F, [5, 1, 1, 4])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"x": rng.uniform(-1, 1, (5, 1, 3)).astype(np.float32)}
+    with EnginePool(resolve(["mnn", "onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("MNN is not installed (ofuzz engines --install mnn)")
+        assert judge_in_memory(pool, model, feeds, policy=Policy.default()).verdict.results["mnn"].status == "DCF"
+        shown = ignored_attribute_trigger(pool, model, feeds, "mnn", Policy.default())
+        reads = ignored_attribute_trigger(pool, model, feeds, "onnxruntime", Policy.default())
+    assert shown[0] == ["RNN.direction"] and shown[1]["given"] == "reverse" and shown[1]["right_as_if"] == "forward", shown
+    assert reads == ([], {})

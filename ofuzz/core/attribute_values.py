@@ -45,9 +45,21 @@ ALLOWED: dict[tuple[str, str], tuple[str | int, ...]] = {
     ("IsInf", "detect_positive"): FLAG,
     ("TopK", "largest"): FLAG,
     ("NonMaxSuppression", "center_point_box"): FLAG,
+    # `bidirectional` doubles num_directions (the shape of W and of the outputs): only the two one-way values swap
+    ("RNN", "direction"): ("forward", "reverse"),
+    ("GRU", "direction"): ("forward", "reverse"),
+    ("LSTM", "direction"): ("forward", "reverse"),
+    ("GRU", "linear_before_reset"): FLAG,
+    ("LSTM", "input_forget"): FLAG,
+    ("ScatterElements", "reduction"): ("none", "add", "mul", "max", "min"),
+    ("ScatterND", "reduction"): ("none", "add", "mul", "max", "min"),
+    ("DFT", "inverse"): FLAG,
+    ("LpNormalization", "p"): (1, 2),
 }
 
-SINCE = {("Resize", "half_pixel_symmetric"): 19, ("Pad", "wrap"): 19}  # values the spec added later than their attribute
+# values the spec added later than their attribute
+SINCE = {("Resize", "half_pixel_symmetric"): 19, ("Pad", "wrap"): 19, ("ScatterElements", "max"): 18, ("ScatterElements", "min"): 18,
+         ("ScatterND", "max"): 18, ("ScatterND", "min"): 18}
 
 
 def current_value(node: onnx.NodeProto, attr: str, opset: int) -> str | int | None:
