@@ -1197,7 +1197,7 @@ def _upstream_finding(campaign: Path, engine: str, producer: str, consumer: str,
     if producer == "Expand":
         inits.append(onnx.numpy_helper.from_array(np.ones([1], np.float32), "one"))
     out_type = onnx.TensorProto.BOOL if consumer.endswith("Equal") else F
-    g = helper.make_graph([make, helper.make_node(consumer, ["t"] if consumer == "Hardmax" else ["x", "t"], ["y"])], "g",
+    g = helper.make_graph([make, helper.make_node(consumer, ["x", "t"], ["y"])], "g",
                           [helper.make_tensor_value_info("x", F, [1, 3, 2, 2]), *shape_src], [helper.make_tensor_value_info("y", out_type, None)], inits)
     sig = f"{engine}|IF|exception|InvalidArgumentError|{consumer}|Incompatible shapes {idx}"
     folder = campaign / "repros" / finding_id(sig)
@@ -1219,12 +1219,10 @@ def test_upstream_failures_on_a_tensor_of_unknown_shape_are_one_root_cause_on_on
     rows = [_upstream_finding(tmp_path, "tensorflow", "ConstantOfShape", "GreaterOrEqual", False, 1),
             _upstream_finding(tmp_path, "tensorflow", "Expand", "PRelu", False, 2),
             _upstream_finding(tmp_path, "tensorflow", "Expand", "LessOrEqual", True, 3),
-            _upstream_finding(tmp_path, "mnn", "Expand", "PRelu", False, 4),
-            _upstream_finding(tmp_path, "tensorflow", "ConstantOfShape", "Hardmax", False, 5)]
+            _upstream_finding(tmp_path, "mnn", "Expand", "PRelu", False, 4)]
     roots = {(r["engine"], r["key"]["failure"], tuple(r["key"]["ops"])): r for r in cluster(tmp_path, rows)["root_causes"]}
-    # a consumer outside the rule's (Hardmax's static one_hot depth, its own handler: hand triage 30) is keyed by it
     assert set(roots) == {("tensorflow", "onnx2tf-unknown-shape-operand", ()), ("tensorflow", "upstream", ("Expand",)),
-                          ("mnn", "upstream", ("Expand",)), ("tensorflow", "onnx2tf-unknown-shape-operand", ("Hardmax",))}, roots
+                          ("mnn", "upstream", ("Expand",))}, roots
     merged = roots[("tensorflow", "onnx2tf-unknown-shape-operand", ())]
     assert merged["held"] == ["ConstantOfShape", "Expand"] and len(merged["signatures"]) == 2 and merged["first_idx"] == 1
     assert "channel-last" in merged["family_why"]

@@ -95,13 +95,9 @@ def _clustered_key(campaign_dir: Path, rec: FindingRecord, rep: FindingRecord, k
         fam, how = joined
         return RootKey(key.engine, FAMILY, fam.name, fam.ops, (), (), ""), severity, how, fam
     unknown = _unknown_shape_rule(key, facts, noise)
-    if unknown is not None:  # whatever produced the tensor of unknown shape, and whichever of its consumers tripped on it
-        consumers = sorted(set(rep.data.get("witnesses") or []))
-        if unknown.shared_by(consumers):
-            return (RootKey(key.engine, FAMILY, unknown.name, (), (), (), ""), severity,
-                    f"unknown-shape rule {unknown.name} of {_key_text(key)}", unknown)
-        return (RootKey(key.engine, FAMILY, unknown.name, tuple(consumers), (), (), ""), severity,
-                f"unknown-shape rule {unknown.name} of {_key_text(key)}, consumer {'+'.join(consumers)} (not one of the rule's)", unknown)
+    if unknown is not None:  # whatever produced the tensor of unknown shape, and whichever consumer tripped on it
+        return (RootKey(key.engine, FAMILY, unknown.name, (), (), (), ""), severity, f"unknown-shape rule {unknown.name} of {_key_text(key)}",
+                unknown)
     return key, severity, joined_by, None
 
 

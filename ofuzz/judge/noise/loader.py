@@ -27,7 +27,7 @@ _FIELDS = {
     "undefined": ({"name", "ops", "why"}, {"when", "doc", "except_ops"}),
     "reference_gaps": ({"name", "ops", "reason"}, {"when", "doc", "except_ops"}),
     "families": ({"name", "engines", "ops", "why"}, {"min_inputs", "doc", "failures", "input_ranks", "attr_not", "attr_in", "input_dtypes", "versions", "test"}),
-    "upstream_unknown_shape": ({"name", "engines", "why"}, {"doc", "consumers"}),
+    "upstream_unknown_shape": ({"name", "engines", "why"}, {"doc"}),
 }
 
 
@@ -112,8 +112,7 @@ def _entry(section: str, raw: Any, file: str, n: int, earlier: list) -> Unsuppor
         if section == "families":
             return _family(raw, file)
         if section == "upstream_unknown_shape":
-            return UnknownShapeRule(raw["name"], tuple(_strings(raw, "engines")), raw["why"], file,
-                                    tuple(_known_op(o) for o in _strings(raw, "consumers", required=False)))
+            return UnknownShapeRule(raw["name"], tuple(_strings(raw, "engines")), raw["why"], file)
         return _unsupported_rule(raw, file) if section == "unsupported" else _node_rule(section, raw, file)
     except _Bad as bad:
         raise _error(file, n, name, bad.problem, bad.fix) from None

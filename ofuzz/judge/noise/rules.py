@@ -100,14 +100,6 @@ class UnknownShapeRule:
     engines: tuple[str, ...]
     why: str
     source: str = ""
-    # the consumers whose handlers share the mechanism (onnx2tf: the binary operators calling its layout workaround);
-    # empty: every consumer. Another consumer tripping on such a tensor fails in its own handler (onnx2tf's Hardmax
-    # takes a static one_hot depth, Hardmax.py:118-121: hand triage 30), so the rule keys it by that consumer
-    consumers: tuple[str, ...] = ()
-
-    def shared_by(self, consumers: list[str]) -> bool:
-        """Does a failure whose peeled consumers are `consumers` show the rule's one defect?"""
-        return not self.consumers or bool(set(consumers) & set(self.consumers))
 
 
 @dataclass(frozen=True)
