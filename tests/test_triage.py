@@ -1209,22 +1209,25 @@ def _upstream_finding(campaign: Path, engine: str, producer: str, consumer: str,
     return {"signature": sig, "first_idx": idx, "first_model": f"m{idx}", "count": 1}
 
 
-def test_upstream_failures_on_a_tensor_of_unknown_shape_are_one_root_cause_on_onnx2tf(tmp_path):
-    """Hand triages 15 (#15, #17) and 17 (#9, #12): onnx2tf takes a tensor whose static shape is unknown (ConstantOfShape
-    or Expand fed a run-time shape) as already channel-last, and whichever consumer meets it fails; keyed by producer
-    that was one root cause per producer. With the shape a constant, or on another engine, the producer stays the key."""
+def test_upstream_failures_on_a_tensor_of_unknown_shape_are_one_root_cause_per_producer_on_onnx2tf(tmp_path):
+    """Hand triages 15, 17 and 31: onnx2tf lays out a tensor made from a run-time shape wrong in the producer's own
+    handler (Expand's and ConstantOfShape's, two lines), and whichever consumer meets it fails: one root cause per
+    producer, whatever the consumer. With the shape a constant, or on another engine, the plain upstream key stays."""
     from ofuzz.triage.cluster import cluster
     from ofuzz.triage.witness import hands_on_unknown_shape, peeled_nodes
 
     rows = [_upstream_finding(tmp_path, "tensorflow", "ConstantOfShape", "GreaterOrEqual", False, 1),
             _upstream_finding(tmp_path, "tensorflow", "Expand", "PRelu", False, 2),
+            _upstream_finding(tmp_path, "tensorflow", "Expand", "Mul", False, 5),
             _upstream_finding(tmp_path, "tensorflow", "Expand", "LessOrEqual", True, 3),
             _upstream_finding(tmp_path, "mnn", "Expand", "PRelu", False, 4)]
     roots = {(r["engine"], r["key"]["failure"], tuple(r["key"]["ops"])): r for r in cluster(tmp_path, rows)["root_causes"]}
-    assert set(roots) == {("tensorflow", "onnx2tf-unknown-shape-operand", ()), ("tensorflow", "upstream", ("Expand",)),
+    # one root cause per producer (hand triage 31: Expand's and ConstantOfShape's layouts are two lines of two handlers)
+    assert set(roots) == {("tensorflow", "onnx2tf-unknown-shape-operand", ("ConstantOfShape",)),
+                          ("tensorflow", "onnx2tf-unknown-shape-operand", ("Expand",)), ("tensorflow", "upstream", ("Expand",)),
                           ("mnn", "upstream", ("Expand",))}, roots
-    merged = roots[("tensorflow", "onnx2tf-unknown-shape-operand", ())]
-    assert merged["held"] == ["ConstantOfShape", "Expand"] and len(merged["signatures"]) == 2 and merged["first_idx"] == 1
+    merged = roots[("tensorflow", "onnx2tf-unknown-shape-operand", ("Expand",))]
+    assert merged["held"] == ["Expand"] and len(merged["signatures"]) == 2 and merged["first_idx"] == 2
     assert "channel-last" in merged["family_why"]
     # the peeled witnesses are found again from their operator types, sink first; a mismatch finds none
     m = onnx.load(str(tmp_path / "repros" / merged["findings"][0] / "model.onnx"))
