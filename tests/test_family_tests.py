@@ -653,3 +653,23 @@ def test_a_recurrent_direction_the_engine_does_not_read_is_a_shown_trigger(tmp_p
         reads = ignored_attribute_trigger(pool, model, feeds, "onnxruntime", Policy.default())
     assert shown[0] == ["RNN.direction"] and shown[1]["given"] == "reverse" and shown[1]["right_as_if"] == "forward", shown
     assert reads == ([], {})
+
+
+def test_mnns_softmax_runs_through_its_exp_clamp(tmp_path):
+    """Real MNN 3.6.1 (hand triage 31 #11): _AVX_MNNSoftmax sends each full pack of 8 through MNNExp, whose clamp reads
+    NaN as -87, so a row holding +inf (inf - inf = NaN) comes out finite instead of NaN; with the inputs inside the
+    clamp the engine is right, and the exp-kernel family holds it."""
+    import os
+
+    x = np.linspace(-2, 2, 16, dtype=np.float32).reshape(1, 16)
+    x[0, 0] = np.inf
+    m = one_node("Softmax", 1, [1, 16])
+    key = RootKey("mnn", "DCF", "nan", ("Softmax",), (), ("inf",))
+    with EnginePool(resolve(["mnn", "onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        if "mnn" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("mnn is not installed (ofuzz engines --install mnn)")
+        feeds = {m.graph.input[0].name: x}
+        assert judge_in_memory(pool, m, feeds, policy=Policy.default()).verdict.results["mnn"].status == "DCF"
+        got = run_family_test(pool, m, feeds, "mnn", Policy.default(), "DCF", key, "3.6.1")
+    assert got == {"family": "mnn-exp-kernel", "rewrite": {"clamp_inputs": {"min": -80, "max": 80}}, "fixed": True}, got
