@@ -474,24 +474,33 @@ def simplify_values(r: Reducer, cur: State) -> State:
 
 
 def halve_shapes(r: Reducer, cur: State) -> State:
-    """Halve a dim of every input that has it (together, so broadcasts still line up), then of each input alone."""
+    """Halve a dim of every input that has it (together, so broadcasts still line up), then of each input alone. Each
+    dim is first tried at size 1 outright: most findings stay there, and halving a dim of 20 to 1 took five checks (a
+    third of a 30-minute export's reduction time went to this pass); where 1 loses the finding, it is halved as before."""
     model, feeds = cur
     ones = getattr(r, "layout_from_shape", False)  # an engine that reads layouts off shapes: [1,1,1,1] is ambiguous too
     groups = [list(feeds)] + [[n] for n in feeds] if len(feeds) > 1 else [list(feeds)]
     for group in groups:
         rank = max((feeds[n].ndim for n in group), default=0)
         for axis in range(rank):
+            outright = True
             while not r.out_of_time():
                 size = max((feeds[n].shape[axis] for n in group if feeds[n].ndim > axis), default=1)
                 members = [n for n in group if feeds[n].ndim > axis and feeds[n].shape[axis] == size]
                 if size <= 1 or not members:
                     break
+                new = 1 if outright and size > 2 else (size + 1) // 2
                 ins = dict(feeds)
                 for n in members:
-                    ins[n] = np.take(ins[n], np.arange((size + 1) // 2), axis=axis)
+                    ins[n] = np.take(ins[n], np.arange(new), axis=axis)
                 cand = retyped(model, ins)
-                if cand is None or (layout_ambiguous(cand, ones) and not layout_ambiguous(model, ones)) or not r.consider(cand, ins):
+                ok = cand is not None and not (layout_ambiguous(cand, ones) and not layout_ambiguous(model, ones)) and r.consider(cand, ins)
+                if not ok and new == 1 and outright and size > 2:
+                    outright = False  # size 1 loses it: halve step by step
+                    continue
+                if not ok:
                     break
+                outright = False
                 model, feeds = cand, ins
     return model, feeds
 
