@@ -175,6 +175,11 @@ def test_only_onnx2tf_default_mode_reads_layouts_off_shapes():
     default_modes = {"tensorflow-nhwc", "onnx2tf-nhwc"}  # onnx2tf 1.x and 2.x in their default NCHW→NHWC conversion
     assert all(specs[n].layout_from_shape for n in default_modes)
     assert not any(s.layout_from_shape for n, s in specs.items() if n not in default_modes)
+    # a keep-shape repro is asked of the default mode too (mode-only): its reducer keeps [1,1,1,1] out as well
+    from ofuzz.triage.reduce import _reads_layouts
+
+    assert _reads_layouts(specs["tensorflow"].second_opinion) and not _reads_layouts(specs["mnn"].second_opinion)
+    assert not _reads_layouts("no-such-engine")
 
 
 def test_a_candidate_whose_einsum_labels_disagree_in_size_is_not_well_formed():

@@ -114,7 +114,8 @@ class Reducer:
         self.drop_fixes: tuple[str, list[str]] = ("", [])  # (digest of the model, its attributes whose default fixed the engine)
         self._judging = ""
         spec = getattr(pool, "specs", {}).get(target.engine)
-        self.layout_from_shape = bool(getattr(spec, "layout_from_shape", False))  # the blamed engine reads layouts off shapes
+        # the blamed engine, or the mode its users run (asked of the reduced repro: mode-only), reads layouts off shapes
+        self.layout_from_shape = bool(getattr(spec, "layout_from_shape", False)) or _reads_layouts(getattr(spec, "second_opinion", ""))
 
     def out_of_time(self) -> bool:
         return time.perf_counter() - self.t0 > self.budget
@@ -210,6 +211,20 @@ def reduce_model(
         again.seconds = time.perf_counter() - t0
         return again
     return _shrink(pool, model, feeds, target, value_engine, budget, start_node, policy, must_agree, echo=echo, focus=focus)
+
+
+def _reads_layouts(engine: str) -> bool:
+    """Does this engine (a second opinion, maybe outside the pool) read layouts off shapes? A repro shrunk to [1,1,1,1]
+    then misleads it: onnx2tf's default mode failed on such a keep-shape repro, which was called a defect of both modes
+    instead of mode-only."""
+    if not engine:
+        return False
+    from ofuzz.exec.engines.registry import EngineError, resolve
+
+    try:
+        return any(s.layout_from_shape for s in resolve([engine]))
+    except EngineError:
+        return False
 
 
 def _cheap_can_blame(pool: EnginePool, target: Target, cheap: set[str]) -> bool:
