@@ -17,6 +17,7 @@ input traits are the ones that matter) and `halve_shapes`.
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -213,6 +214,7 @@ def reduce_model(
     return _shrink(pool, model, feeds, target, value_engine, budget, start_node, policy, must_agree, echo=echo, focus=focus)
 
 
+@functools.cache
 def _reads_layouts(engine: str) -> bool:
     """Does this engine (a second opinion, maybe outside the pool) read layouts off shapes? A repro shrunk to [1,1,1,1]
     then misleads it: onnx2tf's default mode failed on such a keep-shape repro, which was called a defect of both modes
@@ -228,9 +230,10 @@ def _reads_layouts(engine: str) -> bool:
 
 
 def _cheap_can_blame(pool: EnginePool, target: Target, cheap: set[str]) -> bool:
-    """Whether the target engine and the cheap voters alone can blame it.  A divergence needs a majority: one voter against the blamed engine is a split, so with one voter
-    family every candidate failed and nothing was reduced (hand triage 30: an MNN QuantizeLinear kept an explicit default
-    axis and negative inputs in its key, and was counted twice).  A failure is blamed once another engine runs the model."""
+    """Whether the target engine and the cheap voters alone can blame it.  A divergence needs a majority: one voter
+    against the blamed engine is a split, so with one voter family every candidate failed and nothing was reduced (hand
+    triage 30: an MNN QuantizeLinear kept an explicit default axis and negative inputs in its key, and was counted
+    twice).  A failure is blamed once another engine runs the model."""
     if target.status != DCF:
         return bool(cheap - {target.engine})
     families = getattr(pool, "families", {})
