@@ -200,10 +200,6 @@ def reduce_model(
         t0 = time.perf_counter()
         fast = _shrink(pool, model, feeds, target, value_engine, budget, start_node, policy, must_agree, only=set(cheap), focus=focus)
         full = Reducer(pool, target, budget, policy, must_agree)
-        # the confirmation on every engine runs the blamed engine afresh too: a run remembered from the cheap pass would
-        # skip the second sample that caught onnx2tf giving one model two answers in one process (a Mul alone accepted
-        # as wrong, right when run again: the repro then did not reproduce)
-        getattr(pool, "forget", lambda: None)()
         if full.consider(fast.model, fast.inputs):
             fast.checks += full.checks
             fast.seconds = time.perf_counter() - t0
