@@ -25,13 +25,6 @@ from ofuzz.exec.engines.registry import EngineSpec
 from ofuzz.core.npz import npz_bytes
 
 
-MEMO_BYTES = 8 << 20  # a run whose outputs are larger is not remembered (every tensor exposed on a big model)
-
-
-def _small(out: Outcome) -> bool:
-    return sum(getattr(a, "nbytes", 0) for a in (out.outputs or {}).values()) <= MEMO_BYTES
-
-
 def _copied(run: tuple[Outcome, Outcome | None]) -> tuple[Outcome, Outcome | None]:
     """A remembered run as a fresh pair of outcomes (their output dicts too), so a caller that edits one edits no other."""
     prep, out = run
@@ -138,7 +131,7 @@ class EnginePool:
         finally:
             npz.unlink(missing_ok=True)
         if memo is not None:
-            memo.update({keys[n]: r for n, r in got.items() if r[0].ok and r[1] is not None and r[1].ok and _small(r[1])})
+            memo.update({keys[n]: r for n, r in got.items() if r[0].ok and r[1] is not None and r[1].ok})
         return {n: _copied(known[n]) if n in known else got[n] for n in engines if n in known or n in got}
 
     def execute_model(self, model: onnx.ModelProto, inputs: dict[str, np.ndarray], engines: list[str] | None = None) -> dict[str, tuple[Outcome, Outcome | None]]:
