@@ -228,30 +228,3 @@ def test_an_engine_far_slower_on_this_model_is_asked_last():
     slow_ref = {"reference": 14.4, "onnxruntime": 0.06, "tensorflow": 0.9}
     assert pick_voters(agreeing, "mnn", seconds=slow_ref) == ["onnxruntime", "tensorflow"]
     assert value_source(agreeing, "mnn") == "reference" and value_source(agreeing, "mnn", slow_ref) == "onnxruntime"
-
-
-def test_one_findings_triage_does_not_run_an_engine_twice_on_the_same_model(tmp_path):
-    """Within one finding's triage the same engine, model and inputs give the run already made (5-11 % of a triage's
-    engine time went to such repeats); a failure is always run again (a crash is judged again in a fresh process), and
-    outside the scope, or after `forget`, every run is made."""
-    import dataclasses
-
-    node = helper.make_node("Relu", ["x"], ["y"], name="n0_Relu")
-    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", F, [1, 3])], [helper.make_tensor_value_info("y", F, [1, 3])])
-    path = tmp_path / "m.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
-    feeds = {"x": np.array([[-1.0, 0.0, 2.0]], np.float32)}
-    failing = dataclasses.replace(resolve(["testdouble"])[0], name="failing", options={"faults": {"Relu": "run:raise"}})
-    with EnginePool([*resolve(["onnxruntime"]), failing], tmp_path / "pool") as pool:
-        pool.start()
-        outside = [pool.execute(path, feeds, ["y"])["onnxruntime"][1] for _ in range(2)]
-        with pool.remembering():
-            first, again = (pool.execute(path, feeds, ["y"]) for _ in range(2))
-            pool.forget()
-            fresh = pool.execute(path, feeds, ["y"])
-    assert outside[0].time != outside[1].time
-    ort, ort_again = first["onnxruntime"][1], again["onnxruntime"][1]
-    assert ort.ok and ort_again.time == ort.time and ort_again.outputs is not ort.outputs
-    np.testing.assert_array_equal(ort_again.outputs["y"], ort.outputs["y"])
-    assert not first["failing"][1].ok and first["failing"][1].time != again["failing"][1].time  # failures run again
-    assert fresh["onnxruntime"][1].time != ort.time

@@ -5,16 +5,13 @@ its worker's pipe, so a 2-core machine keeps both cores busy with engine work.
 """
 from __future__ import annotations
 
-import contextlib
-import copy
-import hashlib
 import shutil
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from queue import Empty, Queue
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import onnx
@@ -23,16 +20,6 @@ from ofuzz.exec.engines.client import Outcome, Worker
 from ofuzz.exec.engines.envs import install_command, python_for
 from ofuzz.exec.engines.registry import EngineSpec
 from ofuzz.core.npz import npz_bytes
-
-
-def _copied(run: tuple[Outcome, Outcome | None]) -> tuple[Outcome, Outcome | None]:
-    """A remembered run as a fresh pair of outcomes (their output dicts too), so a caller that edits one edits no other."""
-    prep, out = run
-    if out is None:
-        return copy.copy(prep), None
-    again = copy.copy(out)
-    again.outputs = dict(out.outputs) if out.outputs is not None else None
-    return copy.copy(prep), again
 
 
 class EnginePool:
@@ -48,10 +35,6 @@ class EnginePool:
         self.unavailable: dict[str, str] = {}
         self._exec = ThreadPoolExecutor(max_workers=max(1, len(specs)))
         self._lock = threading.Lock()
-        # (engine, model, inputs, outputs) -> a run that went through, while `remembering` (one finding's triage): its
-        # rewrites, witness checks and family tests ask the same engine about the same model again (5-11 % of a
-        # triage's engine time); None: every run is made
-        self._memo: dict[tuple[str, str, str, tuple[str, ...]], tuple[Outcome, Outcome | None]] | None = None
         for s in specs:
             py = python_for(s)
             if py is None:
@@ -93,46 +76,17 @@ class EnginePool:
         if w.spec.fresh_after_error and o.kind in ("exception", "oom") and o.etype not in w.spec.clean_errors:
             w.close()  # the next prepare starts a fresh one
 
-    @contextlib.contextmanager
-    def remembering(self) -> Iterator[None]:
-        """Within the block, a run that went through is not made again for the same engine, model, inputs and outputs
-        (failures always are: a crash is judged again in a fresh process). Engines are deterministic enough for one
-        finding's triage; its repro check runs in a fresh process anyway."""
-        if self._memo is not None:  # already remembering (a finding revealed behind another's rewrite): one scope
-            yield
-            return
-        self._memo = {}
-        try:
-            yield
-        finally:
-            self._memo = None
-
-    def forget(self) -> None:
-        """Drop what `remembering` kept (a re-run meant to sample the engine again)."""
-        if self._memo is not None:
-            self._memo.clear()
-
     def execute(self, model_path: Path, inputs: dict[str, np.ndarray], out_names: list[str], engines: list[str] | None = None) -> dict[str, tuple[Outcome, Outcome | None]]:
         engines = engines or self.names
-        data = npz_bytes(inputs)
-        memo, keys = self._memo, {}
-        if memo is not None:
-            model_hash, inputs_hash = hashlib.sha1(Path(model_path).read_bytes()).hexdigest(), hashlib.sha1(data).hexdigest()
-            keys = {n: (n, model_hash, inputs_hash, tuple(out_names)) for n in engines}
-        known = {n: memo[keys[n]] for n in engines if memo is not None and keys[n] in memo}
         with tempfile.NamedTemporaryFile(suffix=".npz", dir=self.root, delete=False) as f:
-            f.write(data)
+            f.write(npz_bytes(inputs))
             npz = Path(f.name)
         try:
             in_names = list(inputs)
-            futs = {n: self._exec.submit(self._one, self.workers[n], model_path, npz, in_names, out_names)
-                    for n in engines if n in self.workers and n not in known}
-            got = {n: f.result() for n, f in futs.items()}
+            futs = {n: self._exec.submit(self._one, self.workers[n], model_path, npz, in_names, out_names) for n in engines if n in self.workers}
+            return {n: f.result() for n, f in futs.items()}
         finally:
             npz.unlink(missing_ok=True)
-        if memo is not None:
-            memo.update({keys[n]: r for n, r in got.items() if r[0].ok and r[1] is not None and r[1].ok})
-        return {n: _copied(known[n]) if n in known else got[n] for n in engines if n in known or n in got}
 
     def execute_model(self, model: onnx.ModelProto, inputs: dict[str, np.ndarray], engines: list[str] | None = None) -> dict[str, tuple[Outcome, Outcome | None]]:
         """`execute` for a model held in memory (localisation, isolation and reduction build many): saved to a temp file first."""

@@ -16,8 +16,6 @@ For each finding (one signature), in long-lived engine pools:
 """
 from __future__ import annotations
 
-import contextlib
-
 import json
 import shutil
 import threading
@@ -128,14 +126,6 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
                    inputs: dict[str, np.ndarray], out: Path, budget: float, policy: Policy, reps: Representatives | None = None,
                    opinions: SecondOpinions | None = None, depth: int = 0) -> dict[str, Any]:
     """Re-judge, classify, reduce, export and key one finding; returns (and writes) its finding.json."""
-    remembering = getattr(pool, "remembering", None)
-    with remembering() if remembering is not None else contextlib.nullcontext():
-        return _triage_finding(pool, spec_by_name, finding, model_path, inputs, out, budget, policy, reps, opinions, depth)
-
-
-def _triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], finding: dict[str, Any], model_path: Path,
-                    inputs: dict[str, np.ndarray], out: Path, budget: float, policy: Policy, reps: Representatives | None,
-                    opinions: SecondOpinions | None, depth: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(model_path, out / "original.onnx")
@@ -181,8 +171,7 @@ def _rejudged(pool: EnginePool, specs: dict[str, EngineSpec], finding: dict[str,
     if hit is None and Signature.parse(finding["signature"]).kind != "timeout":
         # once more before calling it unconfirmed: in the seed-76 export MNN failed to convert two models it had run in
         # the campaign and ran again a moment later (their DCFs, Softmax and LpNormalization, were lost); not a hang,
-        # whose re-run costs the engine's whole limit; a fresh run, not the one just remembered
-        getattr(pool, "forget", lambda: None)()
+        # whose re-run costs the engine's whole limit
         judged = judge_model(pool, model, out / "original.onnx", inputs, policy=policy, skip=_skip_for(pool, finding))
         hit, reruns = _hit(judged, finding), 2
     base = {"engine": engine, "status": finding["status"], "signature": finding["signature"], "op": finding.get("op"),
