@@ -238,7 +238,8 @@ def _reduced(case: Case, budget: float) -> Reduction:
     # a failure's sub-models need values from any engine that ran the model, even one outside the majority (the
     # target is the failure, not the values); a divergence needs the majority's
     ran = {e for e, r in judged.verdict.results.items() if r.status in (DCP, DCF) and e != engine and e not in judged.verdict.excluded}
-    value_engine = value_source(must_agree or (ran if hit.status != DCF else set()), min(must_agree or ran, default=engine), _seconds(judged))
+    took = _seconds(judged)  # a voter far slower on this model than the others is asked last
+    value_engine = value_source(must_agree or (ran if hit.status != DCF else set()), min(must_agree or ran, default=engine), took)
     # the cheap pass's voters: a failure is blamed only when someone else runs the model, so with no agreeing majority
     # (the others split) the engines that ran stand in; with none at all, only the blamed engine ran and nothing matched
     voters = ran if hit.status != DCF else set()
@@ -253,7 +254,7 @@ def _reduced(case: Case, budget: float) -> Reduction:
         return start_model, start_feeds, None, reduction, value_engine
     red = reduce_model(case.pool, start_model, start_feeds, Target.of(hit), value_engine, budget=budget, start_node=start_node,
                        policy=case.policy, must_agree=must_agree,
-                       cheap=set(pick_voters(sorted(must_agree or voters), engine, judged.verdict.excluded, seconds=_seconds(judged))),
+                       cheap=set(pick_voters(sorted(must_agree or voters), engine, judged.verdict.excluded, seconds=took)),
                        focus=hit.detail.get("failed_nodes") or ([start_node] if start_node and hit.status != DCF else None))
     reduction = {"nodes_before": len(model.graph.node), "nodes_after": red.nodes_after, "seconds": round(red.seconds, 2), "checks": red.checks,
                  "one_minimal": red.one_minimal, "isolated_first": start_model is not model,

@@ -92,13 +92,14 @@ def halve_shapes(r: Reducer, cur: State) -> State:
                 members = [n for n in group if feeds[n].ndim > axis and feeds[n].shape[axis] == size]
                 if size <= 1 or not members:
                     break
-                new = 1 if outright and size > 2 else (size + 1) // 2
+                jump = outright and size > 2  # to 1 outright, first
+                new = 1 if jump else (size + 1) // 2
                 ins = dict(feeds)
                 for n in members:
                     ins[n] = np.take(ins[n], np.arange(new), axis=axis)
                 cand = retyped(model, ins)
                 ok = cand is not None and not (layout_ambiguous(cand, ones) and not layout_ambiguous(model, ones)) and r.consider(cand, ins)
-                if not ok and new == 1 and outright and size > 2:
+                if not ok and jump:
                     outright = False  # size 1 loses it: halve step by step
                     continue
                 if not ok:

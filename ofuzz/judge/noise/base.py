@@ -83,14 +83,6 @@ def _op_facts(op: str) -> tuple[frozenset[str], int]:
     return frozenset(a for s in schemas for a in s.attributes), max((s.max_input for s in schemas), default=0)
 
 
-@functools.cache
-def _schema(op: str, opset: int) -> onnx.defs.OpSchema | None:
-    try:
-        return onnx.defs.get_schema(op, opset, "")
-    except onnx.defs.SchemaError:
-        return None
-
-
 def canonical_op(text: str | None) -> str | None:
     """The ONNX operator a name refers to (case and underscores ignored), None if it is not one."""
     return _op_table().get(text.lower().replace("_", "")) if text else None
