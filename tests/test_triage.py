@@ -388,6 +388,8 @@ def test_a_wrong_value_the_second_opinion_gets_right_is_mode_only(tmp_path):
             finally:
                 opinions.close()
             got[label] = info["klass"]
+            # where the export's time went after the reduction, step by step (the export's cost is an acceptance figure)
+            assert {"repro", "key", "class", "family"} <= set(info["timing"]["write_parts"]), info["timing"]
     assert got == {"right": MODE_ONLY, "wrong too": "bug"}, got
 
 

@@ -28,9 +28,8 @@ import numpy as np
 import onnx
 
 from ofuzz.store.campaign_dir import FINDING
-from ofuzz.core.vocab import IF, MCF
 from ofuzz.core.npz import load_npz
-from ofuzz.core.vocab import BUG, DCF, DCP, SPLIT, UNCONFIRMED, UNDEFINED
+from ofuzz.core.vocab import BUG, DCF, DCP, IF, MCF, SPLIT, UNCONFIRMED, UNDEFINED
 from ofuzz.exec.engines.client import STEP_LIMIT
 from ofuzz.exec.engines.registry import EngineSpec
 from ofuzz.exec.runner import EnginePool
@@ -45,6 +44,7 @@ from ofuzz.triage.repro import write_repro
 from ofuzz.triage.rootcause import (SHOWN_TRIGGERS, UPSTREAM, RootKey, crash_like, failure_of, ignored_attribute_key, key_of,
                                     omitted_default_key, pattern_key, schema_default_key, spelled_out_key, upstream_of)
 from ofuzz.triage.second_opinion import MODE_ONLY, SecondOpinions
+from ofuzz.triage.stopwatch import Laps
 from ofuzz.triage.repro_facts import facts_of, trigger_ops
 from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, ignored_attribute_trigger, negative_axes_trigger,
                                    omitted_defaults_trigger, reduce_axes_trigger, resize_axes_trigger, rewrite_original, schema_defaults_trigger,
@@ -140,24 +140,30 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
         case.base["pre_key_of"] = rep
         budget = min(budget, ATTACH_BUDGET)
     red_model, red_feeds, red_judged, reduction, value_engine = _reduced(case, budget)
-    t1 = time.perf_counter()
+    t1, laps = time.perf_counter(), Laps()
     info = write_repro(out, case.pool, case.specs, {**finding, "engine": case.engine, "op": case.hit.op or finding.get("op")}, red_model, red_feeds,
                        reduction, policy, {**case.base, "pre_key": key}, red_judged)
+    laps.lap("repro")
     root, rewrite = _keyed(case, info, red_model, red_feeds, value_engine)
+    laps.lap("key")
     # what the reduced repro holds, before clustering: no id here (the root cause's id is the clustered key's, in
     # `ofuzz bugs`; an id of this raw key disagreed with it and misled hand triage 6)
     info["root"] = {k: v for k, v in root.to_json().items() if k != "id"}
     facts = facts_of(red_model, info.get("witnesses"), trigger_ops(root.attrs) if root.message in SHOWN_TRIGGERS else None)
     info["facts"] = facts.to_json()  # what the clustering asks of the repro (repro_facts.py)
     _final_class(case, info, root, red_model, red_feeds, value_engine)
+    laps.lap("class")
     if info.get("klass") == BUG and "family_test" not in info:  # an engine family's hypothesis, tested on this repro (the clustering reads the record)
         tested = run_family_test(case.pool, red_model, red_feeds, case.engine, case.policy, case.hit.status, root,
                                  (info.get("versions") or {}).get(case.engine), facts.one_node or facts.trigger_node)
         if tested is not None:
             info["family_test"] = tested
+    laps.lap("family")
     if rewrite is not None and depth == 0:
         info["revealed"] = revealed_behind(case, rewrite, budget)
-    info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2)})
+        laps.lap("revealed")
+    info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2),
+                           "write_parts": laps.seconds})
     return _record(out, info)
 
 
