@@ -673,3 +673,68 @@ def test_mnns_softmax_runs_through_its_exp_clamp(tmp_path):
         assert judge_in_memory(pool, m, feeds, policy=Policy.default()).verdict.results["mnn"].status == "DCF"
         got = run_family_test(pool, m, feeds, "mnn", Policy.default(), "DCF", key, "3.6.1")
     assert got == {"family": "mnn-exp-kernel", "rewrite": {"clamp_inputs": {"min": -80, "max": 80}}, "fixed": True}, got
+
+
+def test_dilations_are_varied_to_their_prose_default_of_ones_per_node():
+    """`dilations` has no schema default but a prose one, 1 along each spatial axis: its one alternative is ONES, written
+    per node at that node's own length (a 1-D and a 2-D pool in one model each get theirs), and a node without
+    dilations, or with all ones, is not varied."""
+    from ofuzz.core.attribute_values import ONES, varied_attributes, with_value
+
+    pool2d = helper.make_node("AveragePool", ["x"], ["y"], name="a", kernel_shape=[2, 2], dilations=[3, 1])
+    pool1d = helper.make_node("MaxPool", ["u"], ["v"], name="b", kernel_shape=[2], dilations=[2])
+    plain = helper.make_node("AveragePool", ["x"], ["z"], name="c", kernel_shape=[2, 2], dilations=[1, 1])
+    assert ("dilations", [3, 1], (ONES,)) in varied_attributes(pool2d, 19)
+    assert not [v for v in varied_attributes(plain, 19) if v[0] == "dilations"]
+    g = helper.make_graph([pool2d, pool1d], "g", [helper.make_tensor_value_info("x", F, [1, 1, 6, 6]), helper.make_tensor_value_info("u", F, [1, 1, 6])],
+                          [helper.make_tensor_value_info("y", F, None), helper.make_tensor_value_info("v", F, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    for op, length in (("AveragePool", 2), ("MaxPool", 1)):
+        node = next(n for n in with_value(m, op, "dilations", ONES).graph.node if n.op_type == op)
+        assert [list(helper.get_attribute_value(a)) for a in node.attribute if a.name == "dilations"] == [[1] * length]
+
+
+def test_onnx2tf_ignoring_pool_dilations_is_one_shown_trigger_in_both_modes(tmp_path):
+    """Real onnx2tf 1.29.24 computes a dilated AveragePool as an undilated one, in both modes (hand triage 31: a wrong
+    shape in keep-shape mode, `MCF upstream AveragePool` in the default mode where the consumer fails on that shape;
+    two root causes of one defect). Its output with dilations is bit for bit its output with dilations at their
+    default (handed back channel-last where the declared shape cannot be restored), while the expected one moves: the
+    keep-shape repro and the default mode's culprit, cut out alone, both show `AveragePool.dilations ignored`.
+    onnxruntime reads dilations: no trigger."""
+    import os
+
+    from ofuzz.triage.triggers import culprit_ignored_attribute, ignored_attribute_trigger
+
+    def model(nodes: list, out: str, shape: list[int], elem: int = F) -> onnx.ModelProto:
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, shape)], [helper.make_tensor_value_info(out, elem, None)])
+        return onnx.shape_inference.infer_shapes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)], ir_version=9))
+
+    alone = model([helper.make_node("AveragePool", ["x"], ["y"], name="n0_AveragePool", kernel_shape=[2, 2], dilations=[3, 3])], "y", [1, 1, 5, 4])
+    pool = helper.make_node("AveragePool", ["x"], ["p"], name="n0_AveragePool", kernel_shape=[2, 2], dilations=[2, 2], pads=[1, 1, 1, 1],
+                            count_include_pad=1)
+    consumed = model([pool, helper.make_node("GreaterOrEqual", ["x", "p"], ["z"], name="n1_GreaterOrEqual")], "z", [1, 1, 1, 2], onnx.TensorProto.BOOL)
+    rng = np.random.default_rng(0)
+    policy = Policy.default()
+    with EnginePool(resolve(["tensorflow", "tensorflow-nhwc", "onnxruntime", "reference"]), tmp_path / "pool") as engines:
+        engines.start()
+        if {"tensorflow", "tensorflow-nhwc"} & set(engines.unavailable) and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("onnx2tf is not installed (ofuzz engines --install tensorflow)")
+        feeds = {"x": rng.uniform(0.5, 1, (1, 1, 5, 4)).astype(np.float32)}
+        keep_shape = ignored_attribute_trigger(engines, alone, feeds, "tensorflow", policy)
+        reads = ignored_attribute_trigger(engines, alone, feeds, "onnxruntime", policy)
+        default_mode = culprit_ignored_attribute(engines, consumed, {"x": rng.uniform(0.5, 1, (1, 1, 1, 2)).astype(np.float32)}, 0,
+                                                 "tensorflow-nhwc", "onnxruntime", policy)
+    assert keep_shape[0] == ["AveragePool.dilations"] and keep_shape[1]["right_as_if"] == "ones", keep_shape
+    assert default_mode is not None and default_mode["ignored"] == ["AveragePool.dilations"], default_mode
+    assert reads == ([], {})
+
+
+def test_a_family_condition_on_an_attribute_binds_only_the_operators_that_have_it():
+    """MNN's average-pool divisor family holds AveragePool with count_include_pad=1 and LpPool, which has no such
+    attribute (MNN lowers it counting the padding). Hand triage 32: an AveragePool with SAME_LOWER and
+    count_include_pad=0 joined it, because symmetric pads also take its own defect away (SAME_LOWER read as
+    SAME_UPPER); it is not the divisor's."""
+    fam = next(f for f in load_noise().family_rules if f.name == "mnn-avgpool-divisor")
+    assert fam.holds("mnn", "LpPool", 1, "value", 4, {"kernel_shape": [2, 2], "pads": [0, 0, 1, 1]}, "float32", "3.6.1")
+    assert fam.holds("mnn", "AveragePool", 1, "value", 4, {"count_include_pad": 1, "pads": [0, 0, 1, 1]}, "float32", "3.6.1")
+    assert not fam.holds("mnn", "AveragePool", 1, "value", 4, {"auto_pad": "SAME_LOWER"}, "float32", "3.6.1")

@@ -574,7 +574,9 @@ def test_families_name_one_code_path_per_engine(nc):
     assert dil is not None and dil.name == "mnn-pool-dilations"
     assert dil == family_of(nc, "mnn", "LpPool", 1, "value", 4, {"dilations": [1, 3]}) == family_of(nc, "mnn", "AveragePool", 1, "shape", 4, {"dilations": [2, 2]})
     assert family_of(nc, "mnn", "MaxPool", 1, "shape", 4, {"dilations": [1, 1]}) is None and family_of(nc, "mnn", "MaxPool", 1, "shape", 4) is None
-    assert family_of(nc, "mnn", "AveragePool", 1, "value", 4, {"pads": [0, 0, 1, 1]}).name == "mnn-avgpool-divisor"
+    assert family_of(nc, "mnn", "AveragePool", 1, "value", 4, {"pads": [0, 0, 1, 1], "count_include_pad": 1}).name == "mnn-avgpool-divisor"
+    # the divisor counts the padding: without count_include_pad=1 an AveragePool's wrong value is another defect
+    assert family_of(nc, "mnn", "AveragePool", 1, "value", 4, {"pads": [0, 0, 1, 1]}) is None
 
 
 def test_a_family_can_hold_only_for_integer_inputs(nc, tmp_path):

@@ -1,10 +1,12 @@
 """The values the ONNX spec allows for attributes that name one of a few behaviours (a string mode, a 0/1 flag).
 
-The triage asks of a one-node wrong value whether the engine reads such an attribute at all (`triggers.
+The triage asks of a one-node wrong output whether the engine reads such an attribute at all (`triggers.
 ignored_attribute_trigger`): set to each allowed value in turn, an engine that ignores it gives the same output while
 the expected one changes. The lists are the spec's own (operator docs, opsets 13-24); an attribute not listed here is
 never varied. Attributes that change the output's shape with the value (keepdims, transA) are left out: a wrong shape
-would be "the same output" by nothing but accident.
+would be "the same output" by nothing but accident. Per-axis `dilations` are the exception: their one alternative is
+their prose default (1 along each axis), and an engine whose output with the given dilations is bit for bit its output
+without them computes an undilated window.
 """
 from __future__ import annotations
 
@@ -57,6 +59,14 @@ ALLOWED: dict[tuple[str, str], tuple[str | int, ...]] = {
     ("LpNormalization", "p"): (1, 2),
 }
 
+# per-axis attributes whose prose default is 1 along each spatial axis ("If not present, the dilation defaults is 1
+# along each spatial axis"): their one other value is that default, given as ONES (a list as long as the node's own).
+# An engine that computes a dilated window as an undilated one ignores the attribute: onnx2tf's AveragePool does in both
+# of its modes, and came back as a wrong shape in one mode and as its consumer failing in the other (hand triage 31)
+PER_AXIS_ONES = frozenset({("AveragePool", "dilations"), ("MaxPool", "dilations"), ("LpPool", "dilations"), ("Conv", "dilations"),
+                           ("ConvTranspose", "dilations")})
+ONES = "ones"
+
 # values the spec added later than their attribute
 SINCE = {("Resize", "half_pixel_symmetric"): 19, ("Pad", "wrap"): 19, ("ScatterElements", "max"): 18, ("ScatterElements", "min"): 18,
          ("ScatterND", "max"): 18, ("ScatterND", "min"): 18}
@@ -83,15 +93,22 @@ def schema_default(op_type: str, attr: str, opset: int, domain: str = "") -> Any
 
 
 def with_value(model: onnx.ModelProto, op: str, attr: str, value: str | int) -> onnx.ModelProto:
-    """A copy with `attr` of every `op` node set to `value`."""
+    """A copy with `attr` of every `op` node set to `value` (ONES: 1 along each of that node's own axes)."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
     for node in out.graph.node:
         if node.op_type != op:
             continue
         keep = [a for a in node.attribute if a.name != attr]
+        given = next((a for a in node.attribute if a.name == attr), None)
+        if value == ONES and (op, attr) in PER_AXIS_ONES:
+            if given is None:
+                continue  # absent: already at its default
+            written: Any = [1] * len(helper.get_attribute_value(given))
+        else:
+            written = value
         del node.attribute[:]
-        node.attribute.extend([*keep, helper.make_attribute(attr, value)])
+        node.attribute.extend([*keep, helper.make_attribute(attr, written)])
     return out
 
 
@@ -105,4 +122,9 @@ def varied_attributes(node: onnx.NodeProto, opset: int) -> list[tuple[str, str |
         if now is None or now not in allowed:
             continue
         out.append((attr, now, tuple(v for v in allowed if v != now and SINCE.get((op, v), 0) <= opset)))
+    for op, attr in sorted(PER_AXIS_ONES):
+        given = next((a for a in node.attribute if a.name == attr), None) if op == node.op_type and node.domain in ("", "ai.onnx") else None
+        per_axis = list(helper.get_attribute_value(given)) if given is not None else []
+        if any(v != 1 for v in per_axis):
+            out.append((attr, per_axis, (ONES,)))  # type: ignore[arg-type]
     return out

@@ -46,9 +46,9 @@ from ofuzz.triage.rootcause import (SHOWN_TRIGGERS, UPSTREAM, RootKey, crash_lik
 from ofuzz.triage.second_opinion import MODE_ONLY, SecondOpinions
 from ofuzz.triage.stopwatch import Laps
 from ofuzz.triage.repro_facts import facts_of, trigger_ops
-from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, goes_away, ignored_attribute_trigger, negative_axes_trigger,
-                                   omitted_defaults_trigger, reduce_axes_trigger, resize_axes_trigger, rewrite_original, schema_defaults_trigger,
-                                   slice_axes_trigger, slice_steps_trigger)
+from ofuzz.triage.triggers import (_all_but_voters, auto_pad_trigger, culprit_ignored_attribute, goes_away, ignored_attribute_trigger,
+                                   negative_axes_trigger, omitted_defaults_trigger, reduce_axes_trigger, resize_axes_trigger, rewrite_original,
+                                   schema_defaults_trigger, slice_axes_trigger, slice_steps_trigger)
 from ofuzz.triage.undefined_path import undefined_on_the_way
 from ofuzz.triage.witness import failing_alone, needs_adjacency, without, witnesses
 
@@ -313,7 +313,12 @@ def _upstream_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.Mo
                                          case.pool.versions().get(case.engine))
         if tested is not None:
             info["family_test"] = tested
+        else:  # or the engine does not read one of its attributes: keyed by that in _triggered_key
+            ignores = culprit_ignored_attribute(case.pool, model, feeds, culprits[0], case.engine, value_engine, case.policy)
+            if ignores is not None:
+                info["culprit_ignores"] = ignores
     return upstream_of(key, culprits_model)
+
 
 
 def _triggered_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[RootKey, Any]:
@@ -344,6 +349,10 @@ def _triggered_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.M
         if ignored:  # set to each value the spec allows, the engine's output stays while the expected one moves
             info["trigger"] = {"ignored": ignored, **seen}
             return ignored_attribute_key(key, ignored), ("ignored", [f"{ignored[0]}={seen['right_as_if']}"])
+    if key.failure == UPSTREAM and info.get("culprit_ignores"):  # shown on the culprit alone (triggers.culprit_ignored_attribute)
+        seen = info["culprit_ignores"]
+        info["trigger"] = seen
+        return ignored_attribute_key(key, seen["ignored"]), ("ignored", [f"{seen['ignored'][0]}={seen['right_as_if']}"])
     return key, None
 
 

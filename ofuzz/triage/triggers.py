@@ -12,17 +12,20 @@ import numpy as np
 import onnx
 
 from ofuzz.core.onnx_guard import static_shapes
-from ofuzz.core.attribute_values import varied_attributes, with_value
+from ofuzz.core.attribute_values import PER_AXIS_ONES, varied_attributes, with_value
 from ofuzz.core.prose_defaults import auto_pad_written_out, schema_defaults_written_out, slices_spelled_out, written_out
 from ofuzz.core.shorthands import (REDUCE_OPS, backward_steps_reversed, negative_axes_spelled_out, negative_steps_spelled_out,
                                    reduce_axes_spelled_out,
                                    resize_axes_spelled_out)
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.exec.runner import EnginePool
+from ofuzz.judge.cut import submodel
 from ofuzz.judge.judging import Judged, Policy, declared_shapes, judge_in_memory
 from ofuzz.judge.localise import pick_voters
 from ofuzz.judge.signature import Signature
+from ofuzz.triage.reduce_checks import redeclared
 from ofuzz.triage.rootcause import crash_like, failure_of
+from ofuzz.triage.witness import intermediate_values
 
 
 def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str,
@@ -137,7 +140,11 @@ def ignored_attribute_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: d
     for attr, now, others in varied:
         expected_changed, right_with = False, None
         for value in others:
-            judged = rewrite_verdict(pool, with_value(model, node.op_type, attr, value), feeds, engine, policy)
+            varied_model = with_value(model, node.op_type, attr, value)
+            if (node.op_type, attr) in PER_AXIS_ONES:  # the output's shape moves with it: declared anew (an adapter's layout
+                # restoration reads the declared shape)
+                varied_model = redeclared(varied_model) or varied_model
+            judged = rewrite_verdict(pool, varied_model, feeds, engine, policy)
             mine, expected = _outputs(judged, engine)
             if mine is None or not _same(mine, base[0]):
                 break  # the engine's output moved (or it failed): it reads the attribute
@@ -153,6 +160,23 @@ def ignored_attribute_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: d
     return [label], {"attribute": label, "given": now, "tried": others, "right_as_if": right_with}
 
 
+def culprit_ignored_attribute(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], culprit: int, engine: str,
+                              value_engine: str, policy: Policy) -> dict[str, object] | None:
+    """An upstream failure's one culprit, cut out alone and fed its values in the repro, asked whether the engine reads
+    its attributes (`ignored_attribute_trigger`): what the consumer tripped on is then that attribute ignored, the same
+    defect as the culprit's own wrong output keyed so (hand triage 31: onnx2tf's AveragePool ignoring `dilations`
+    failed its consumer in the default mode and gave a wrong shape in keep-shape mode). None when it reads them all."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
+    if not varied_attributes(model.graph.node[culprit], opset):
+        return None
+    values = intermediate_values(pool, model, feeds, value_engine)
+    built = submodel(model, [culprit], values, feeds) if values is not None else None
+    if built is None:
+        return None
+    ignored, seen = ignored_attribute_trigger(pool, built[0], built[1], engine, policy)
+    return {"ignored": ignored, **seen, "culprit": model.graph.node[culprit].name} if ignored else None
+
+
 def _outputs(judged: Judged, engine: str) -> tuple[dict[str, np.ndarray] | None, dict[str, np.ndarray] | None]:
     """The engine's outputs and the expected ones in a verdict (None where there are none)."""
     verdict = judged.verdict
@@ -164,9 +188,16 @@ def _outputs(judged: Judged, engine: str) -> tuple[dict[str, np.ndarray] | None,
 
 
 def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
-    """Bit for bit the same outputs (NaN equal to NaN): one computation run twice, not two that happen to be close."""
+    """Bit for bit the same outputs (NaN equal to NaN): one computation run twice, not two that happen to be close. A
+    tensor handed back channel-last in one run and channel-first in the other is the same computation: an adapter
+    restores the ONNX layout only where the output has its declared shape (onnx2tf's undilated AveragePool came back
+    as 1x2x3x1 where 1x1x1x2 was declared, and as 1x1x2x3 once that was the declared shape)."""
     def equal(x: np.ndarray, y: np.ndarray) -> bool:
         x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape and x.ndim == y.ndim >= 3 and x.shape == (y.shape[0], *y.shape[2:], y.shape[1]):
+            x = np.moveaxis(x, -1, 1)
+        elif x.shape != y.shape and x.ndim == y.ndim >= 3 and y.shape == (x.shape[0], *x.shape[2:], x.shape[1]):
+            y = np.moveaxis(y, -1, 1)
         return np.array_equal(x, y, equal_nan=x.dtype.kind in "fc" and y.dtype.kind in "fc")
     return a.keys() == b.keys() and all(equal(a[k], b[k]) for k in a)
 
@@ -262,7 +293,7 @@ def rewrite_original(model: onnx.ModelProto, kind: str, wrote: list[str], feeds:
     if kind == "ignored":  # "Resize.nearest_mode=floor": every such node given the value the engine computes as
         op_attr, _, value = wrote[0].partition("=")
         op, _, attr = op_attr.partition(".")
-        return with_value(model, op, attr, int(value) if value.lstrip("-").isdigit() else value)
+        return with_value(model, op, attr, int(value) if value.lstrip("-").isdigit() else value)  # ONES: per node
     if kind == "omitted":  # "MaxPool.strides": written_out names the attribute alone
         fixed, did = written_out(model, {w.split(".", 1)[1] for w in wrote})
     elif kind == "schema_default":  # "Resize.mode": schema_defaults_written_out names operator and attribute

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
 
+import onnx
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
@@ -67,7 +69,18 @@ class Family:
                 and (not self.input_ranks or rank in self.input_ranks)
                 and (not self.input_dtypes or dtype in self.input_dtypes)
                 and all(_differs(attrs or {}, name, unused) for name, unused in self.attr_not)
-                and all((attrs or {}).get(name) in values for name, values in self.attr_in))
+                and all((attrs or {}).get(name) in values for name, values in self.attr_in if _in_schema(op, name)))
+
+
+@functools.cache
+def _in_schema(op: str, attr: str) -> bool:
+    """Does the operator have this attribute at all? An `attr_in` condition speaks of the operators that do: MNN's
+    average-pool divisor needs count_include_pad=1 of an AveragePool, while its LpPool has no such attribute and always
+    counts the padding (an unknown operator: the condition stands)."""
+    try:
+        return attr in onnx.defs.get_schema(op).attributes
+    except onnx.defs.SchemaError:
+        return True
 
 
 _VERSION = re.compile(r"\d+(?:\.\d+)+")
