@@ -228,3 +228,25 @@ def test_an_engine_far_slower_on_this_model_is_asked_last():
     slow_ref = {"reference": 14.4, "onnxruntime": 0.06, "tensorflow": 0.9}
     assert pick_voters(agreeing, "mnn", seconds=slow_ref) == ["onnxruntime", "tensorflow"]
     assert value_source(agreeing, "mnn") == "reference" and value_source(agreeing, "mnn", slow_ref) == "onnxruntime"
+
+
+def test_a_model_whose_declared_shape_no_engine_gives_is_no_valid_model(tmp_path):
+    """ONNX shape inference and the runtimes can disagree on a shape: an AveragePool with ceil_mode=1 whose last window
+    would start in the end padding is declared 2x2 by inference, while onnxruntime and the reference drop that window
+    (1x1). An adapter that restores layouts by the declared shape (onnx2tf's) then hands back a permuted tensor: a
+    rewritten original with such a declaration once showed as a defect revealed behind a trigger (c61, hand triage 32's
+    re-triage). Neither a reduction candidate nor a revealed model is taken when no engine gives its declared shapes."""
+    from ofuzz.judge.judging import Policy, declared_shapes, judge_in_memory
+    from ofuzz.triage.reduce import some_engine_matches_declared
+
+    node = helper.make_node("AveragePool", ["x"], ["y"], name="n0", ceil_mode=1, kernel_shape=[2, 2], pads=[1, 1, 1, 1], strides=[2, 2])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 1, 1])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    model = onnx.shape_inference.infer_shapes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)], ir_version=9))
+    feeds = {"x": np.ones((1, 3, 1, 1), np.float32)}
+    with EnginePool(resolve(["onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        judged = judge_in_memory(pool, model, feeds, policy=Policy.default())
+    assert declared_shapes(model) == {"y": (1, 3, 2, 2)}
+    assert not some_engine_matches_declared(judged, declared_shapes(model))
+    assert some_engine_matches_declared(judged, {"y": (1, 3, 1, 1)})

@@ -696,6 +696,53 @@ def test_an_upstream_failure_joins_its_operator_failing_alone_under_one_signatur
     assert sorted(roots) == ["e2", "e4", "u3"] and roots["e2"]["absorbed"] == ["u1"] and roots["e2"]["first_idx"] == 1
 
 
+def test_an_upstream_failure_whose_one_failing_culprit_fails_at_a_roots_line_joins_it():
+    """Hand triage 32: onnx2tf's Sum as tf.add_n without broadcasting (Sum.py:80) was `IF upstream ConstantOfShape+Sum`
+    in keep-shape mode (the run failed after a ConstantOfShape hid the shapes) and a default-mode conversion failure at
+    Sum.py:80. The culprit Sum, cut out alone, fails at that line: one root cause. Two culprits failing alone, another
+    line, or another converter stay apart."""
+    from ofuzz.triage.merge_rules import absorb_upstream_by_culprit_line
+
+    def root(rid, engine, status, failure, ops, where=(), alone=None, culprit_where=""):
+        return {"id": rid, "engine": engine, "converted_as": "tensorflow", "key": {"status": status, "failure": failure, "ops": ops},
+                "held": set(ops), "signatures": [rid], "findings": [rid], "occurrences": 1, "first_idx": int(rid[-1]), "first_model": rid,
+                "where": set(where), "culprits_failing_alone": alone, "culprit_where": culprit_where}
+
+    roots = {r["id"]: r for r in [
+        root("m1", "tensorflow-nhwc", "MCF", "exception:ValueError", ["Sum"], ["ops/Sum.py:80:make_node"]),
+        root("u2", "tensorflow", "IF", "upstream", ["ConstantOfShape", "Sum"], alone=["Sum"], culprit_where="ops/Sum.py:80:make_node"),
+        root("u3", "tensorflow", "IF", "upstream", ["Pad", "Sum"], alone=["Pad", "Sum"], culprit_where="ops/Sum.py:80:make_node"),
+        root("u4", "tensorflow", "IF", "upstream", ["Mul"], alone=["Mul"], culprit_where="ops/Mul.py:12:make_node"),
+        {**root("u5", "mnn", "IF", "upstream", ["Sum"], alone=["Sum"], culprit_where="ops/Sum.py:80:make_node"), "converted_as": "mnn"}]}
+    absorb_upstream_by_culprit_line(roots)
+    assert sorted(roots) == ["m1", "u3", "u4", "u5"] and roots["m1"]["absorbed"] == ["u2"], roots.keys()
+
+
+def test_onnx2tf_sum_failing_alone_records_its_line_for_the_upstream_failure_it_culprits(tmp_path):
+    """Real onnx2tf 1.29.24: a Sum of [9,2], [9,1] and [9,2] fed by a ConstantOfShape fails at run time in keep-shape mode
+    (tf.add_n has no broadcasting), while its Pad consumer runs alone: an upstream failure. Its culprit Sum, cut out
+    alone with the values it gets, fails to convert at ops/Sum.py:80, the line `failing_alone` hands back."""
+    import os
+
+    from ofuzz.triage.witness import failing_alone
+
+    pads = onnx.numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "p")
+    g = helper.make_graph([helper.make_node("ConstantOfShape", ["s"], ["c"], name="n0_ConstantOfShape"),
+                           helper.make_node("Sum", ["a", "c", "b"], ["t"], name="n1_Sum"),
+                           helper.make_node("Pad", ["t", "p"], ["y"], name="n2_Pad")], "g",
+                          [helper.make_tensor_value_info("a", F, [9, 2]), helper.make_tensor_value_info("s", onnx.TensorProto.INT64, [2]),
+                           helper.make_tensor_value_info("b", F, [9, 2])], [helper.make_tensor_value_info("y", F, [9, 4])], [pads])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {**{n: np.random.default_rng(0).uniform(0, 1, (9, 2)).astype(np.float32) for n in ("a", "b")}, "s": np.array([9, 1], np.int64)}
+    lines: dict = {}
+    with EnginePool(resolve(["tensorflow", "onnxruntime", "reference"]), tmp_path / "pool") as pool:
+        pool.start()
+        if "tensorflow" in pool.unavailable and not os.environ.get("OFUZZ_REQUIRE_ENGINES"):
+            pytest.skip("onnx2tf is not installed (ofuzz engines --install tensorflow)")
+        failing = failing_alone(pool, model, feeds, [0, 1], "tensorflow", "onnxruntime", lines=lines)
+    assert failing == ["Sum"] and lines.get("Sum", "").startswith("ops/Sum.py:"), (failing, lines)
+
+
 def test_structure_alone_joins_nothing_across_modes_kinds_or_stages():
     """Merges across failure kinds, stages or converter modes need evidence (a rewrite, a source line, a witness in one
     mode); the structure-only rules that made them are gone (hand triage 22: onnx2tf's Resize ignoring `axes` hid under

@@ -157,6 +157,7 @@ def _own_repro_facts(rc: RootCause, rec: FindingRecord) -> None:
         rc["repro_check"] = rec.data.get("repro_check", "")
         rc["drop_fixes"] = rec.drop_fixes  # of the repro shown: merge_rules compares them
         rc["culprits_failing_alone"] = rec.data.get("culprits_failing_alone")  # None: not tested (upstream-superset)
+        rc["culprit_where"] = rec.data.get("culprit_where", "")  # the line its one culprit failing alone fails at
 
 
 def keyed_failed_op(repro_failure: dict[str, Any]) -> str | None:

@@ -361,3 +361,23 @@ def absorb_same_line_in_users_mode(roots: Roots) -> None:
     _absorb_into_one(roots, lambda r: users_place(r) is not None,
                      lambda r, o: _converter(o) == _converter(r) and own_place(o) == users_place(r),
                      lambda r, o: {"line": users_place(r), "engine_gave": f"{o['engine']} fails at it on both repros"})
+
+
+@merge_rule("upstream-culprit-line", "an upstream failure's one culprit, cut out alone, fails at the converter line the other root cause fails at", "witness")
+def absorb_upstream_by_culprit_line(roots: Roots) -> None:
+    """An `upstream` failure whose one culprit failing alone fails there at line L of the converter joins the one root
+    cause of that converter failing at L (`same-source-line`'s unit): the culprit raises on its own inputs at that line,
+    and the repro only met the same mistake later, at run time, through a tensor of unknown shape. Hand triage 32:
+    onnx2tf's Sum as tf.add_n without broadcasting (Sum.py:80) failed a keep-shape run after a ConstantOfShape
+    (`IF upstream ConstantOfShape+Sum`) and the default mode's conversion (`MCF … Sum`): two root causes of one line."""
+    def culprit_place(r: dict[str, Any]) -> str | None:
+        one = len(r.get("culprits_failing_alone") or []) == 1
+        return _place(r["culprit_where"]) if r["key"]["failure"] == UPSTREAM and one and r.get("culprit_where") else None
+
+    def own_place(r: dict[str, Any]) -> str | None:
+        places = {_place(w) for w in r.get("where") or set()}
+        return next(iter(places)) if len(places) == 1 and _raised(r["key"]) else None
+
+    _absorb_into_one(roots, lambda r: culprit_place(r) is not None,
+                     lambda r, o: _converter(o) == _converter(r) and own_place(o) == culprit_place(r),
+                     lambda r, o: {"line": culprit_place(r), "engine_gave": f"{r['engine']} fails at it on the culprit alone"})

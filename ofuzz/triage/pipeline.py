@@ -35,11 +35,11 @@ from ofuzz.exec.engines.registry import EngineSpec
 from ofuzz.exec.runner import EnginePool
 from ofuzz.judge.compare import RULE
 from ofuzz.judge.isolate import DEFECT
-from ofuzz.judge.judging import Finding, Judged, Policy, judge_model
+from ofuzz.judge.judging import Finding, Judged, Policy, declared_shapes, judge_model
 from ofuzz.judge.localise import pick_voters, value_source
 from ofuzz.judge.signature import Signature, finding_id
 from ofuzz.triage.family_test import run_culprit_family_test, run_family_test
-from ofuzz.triage.reduce import Target, reduce_model
+from ofuzz.triage.reduce import Target, reduce_model, some_engine_matches_declared
 from ofuzz.triage.repro import write_repro
 from ofuzz.triage.rootcause import (SHOWN_TRIGGERS, UPSTREAM, RootKey, crash_like, failure_of, ignored_attribute_key, key_of,
                                     omitted_default_key, pattern_key, schema_default_key, spelled_out_key, upstream_of)
@@ -162,8 +162,7 @@ def triage_finding(pool: EnginePool, spec_by_name: dict[str, EngineSpec], findin
     if rewrite is not None and depth == 0:
         info["revealed"] = revealed_behind(case, rewrite, budget)
         laps.lap("revealed")
-    info["timing"].update({"reduce": reduction["seconds"], "write": round(time.perf_counter() - t1, 2), "total": round(time.perf_counter() - t0, 2),
-                           "write_parts": laps.seconds})
+    info["timing"].update(reduce=reduction["seconds"], write=round(time.perf_counter() - t1, 2), total=round(time.perf_counter() - t0, 2), write_parts=laps.seconds)
     return _record(out, info)
 
 
@@ -307,7 +306,9 @@ def _upstream_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.Mo
         return pattern_key(upstream_of(key, culprits_model), culprits_model, edges)
     culprits = [i for i in range(len(model.graph.node)) if i not in seen_by]
     if len(culprits) >= 2:
-        info["culprits_failing_alone"] = failing_alone(case.pool, model, feeds, culprits, case.engine, value_engine, users)
+        lines: dict[str, str] = {}  # and the line the one culprit failing alone fails at (merge rule upstream-culprit-line)
+        info["culprits_failing_alone"] = failing_alone(case.pool, model, feeds, culprits, case.engine, value_engine, users, lines)
+        info.update({"culprit_where": next(iter(lines.values()))} if len(info["culprits_failing_alone"] or []) == 1 and lines else {})
     elif culprits:  # one culprit: the wrong tensor it hands on may be an engine family's (its test, on the culprit alone)
         tested = run_culprit_family_test(case.pool, model, feeds, culprits[0], case.engine, value_engine, case.policy,
                                          case.pool.versions().get(case.engine))
@@ -409,7 +410,7 @@ def revealed_behind(case: Case, rewrite: tuple[str, list[str]], budget: float) -
     onnx.save(rewritten, str(path))
     judged = judge_model(case.pool, rewritten, path, case.inputs, policy=case.policy, skip=_all_but_voters(case.pool, case.engine, "a rewrite's check"))
     hit = next((f for f in judged.findings if f.engine == case.engine and f.klass == BUG), None)
-    if hit is None:
+    if hit is None or not some_engine_matches_declared(judged, declared_shapes(rewritten)):  # declared shapes no engine gives: invalid
         shutil.rmtree(out, ignore_errors=True)
         return None
     moved = {"campaign_engine": case.base["campaign_engine"]} if case.base.get("campaign_engine") else {}

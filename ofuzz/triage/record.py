@@ -126,6 +126,7 @@ class RootCause(TypedDict, total=False):
     reran_as: Any  # how its repros re-ran ("IF exception:InvalidArgumentError")
     drop_fixes: list[str]  # attributes whose default made the engine right on the repro shown
     culprits_failing_alone: list[str] | None  # of an upstream repro shown: culprits that fail cut out alone (None: untested)
+    culprit_where: str  # the source line the one culprit failing alone fails at ("": none, or the engine cannot tell)
     absorbed: list[str]  # root ids merged into it
     evidence: list[dict[str, Any]]  # per merge: rule, why, kind, merged, keys, findings, the shared fact
     family_why: str  # the family or unknown-shape rule that keyed it, and the failures a family covers

@@ -162,13 +162,13 @@ class Reducer:
         self.right[self._judging] = now is not None and now.status == DCP
         if not any(self.target.matches(f) for f in j.findings):
             return False
-        ok = self._still_valid(j) and _some_engine_matches_declared(j, declared_shapes(model))
+        ok = self._still_valid(j) and some_engine_matches_declared(j, declared_shapes(model))
         if ok and not self.skip:
             self.accepted = {digest(model, feeds): j}  # only the latest: it is the current model
         return ok
 
 
-def _some_engine_matches_declared(j: Judged, declared: dict[str, tuple[int, ...]]) -> bool:
+def some_engine_matches_declared(j: Judged, declared: dict[str, tuple[int, ...]]) -> bool:
     """False when every engine that ran the candidate disagrees with an output shape the model declares (ONNX
     inference): shape inference passed a model the operators cannot compute as declared (halving PRelu's input to [1]
     while its slope stays [2]), so the candidate is not a valid model, whatever the engines then do."""

@@ -293,7 +293,8 @@ def rewrite_original(model: onnx.ModelProto, kind: str, wrote: list[str], feeds:
     if kind == "ignored":  # "Resize.nearest_mode=floor": every such node given the value the engine computes as
         op_attr, _, value = wrote[0].partition("=")
         op, _, attr = op_attr.partition(".")
-        return with_value(model, op, attr, int(value) if value.lstrip("-").isdigit() else value)  # ONES: per node
+        varied = with_value(model, op, attr, int(value) if value.lstrip("-").isdigit() else value)  # ONES: per node
+        return (redeclared(varied) or varied) if (op, attr) in PER_AXIS_ONES else varied  # its output shapes move with it
     if kind == "omitted":  # "MaxPool.strides": written_out names the attribute alone
         fixed, did = written_out(model, {w.split(".", 1)[1] for w in wrote})
     elif kind == "schema_default":  # "Resize.mode": schema_defaults_written_out names operator and attribute

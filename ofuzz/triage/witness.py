@@ -74,11 +74,21 @@ def _runs_alone(pool: Pool, model: onnx.ModelProto, nodes: list[int], values: di
                 blamed: str, also_runs: Callable[[onnx.ModelProto, dict[str, np.ndarray]], bool] | None) -> bool | None:
     """Do these nodes, cut out alone and fed the values they get in the repro, run on `blamed` (and where `also_runs`
     asks, in the converter's users' mode too)? None when they cannot be cut out."""
+    alone = _alone(pool, model, nodes, values, feeds, blamed, also_runs)
+    return None if alone is None else alone[0]
+
+
+def _alone(pool: Pool, model: onnx.ModelProto, nodes: list[int], values: dict[str, np.ndarray], feeds: dict[str, np.ndarray],
+           blamed: str, also_runs: Callable[[onnx.ModelProto, dict[str, np.ndarray]], bool] | None) -> tuple[bool, str] | None:
+    """`_runs_alone`, and the engine's source line it failed at there ("" when it ran, or cannot tell)."""
     built = submodel(model, nodes, values, feeds)
     if built is None:
         return None
     p1, r1 = pool.execute_model(*built, [blamed]).get(blamed, (None, None))
-    return p1 is not None and p1.ok and r1 is not None and r1.ok and (also_runs is None or also_runs(*built))
+    if p1 is not None and p1.ok and r1 is not None and r1.ok:
+        return (also_runs is None or also_runs(*built)), ""
+    failed = r1 if p1 is not None and p1.ok else p1
+    return False, str(getattr(failed, "where", "") or "")
 
 
 def edges_to(model: onnx.ModelProto, peeled: list[int]) -> list[str]:
@@ -104,16 +114,23 @@ def needs_adjacency(model: onnx.ModelProto, feeds: dict[str, np.ndarray], peeled
 
 
 def failing_alone(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], culprits: list[int], blamed: str,
-                  value_engine: str, also_runs: Callable[[onnx.ModelProto, dict[str, np.ndarray]], bool] | None = None) -> list[str] | None:
+                  value_engine: str, also_runs: Callable[[onnx.ModelProto, dict[str, np.ndarray]], bool] | None = None,
+                  lines: dict[str, str] | None = None) -> list[str] | None:
     """The operators among an upstream failure's culprits that fail on `blamed` cut out alone, fed the values they get
     in the repro (None: the values could not be had). A culprit that runs alone only carries a bad tensor on; one that
     fails alone is a defect of its own (hand triage 25: a GRU after a Reshape, whose own output layout was wrong, had
-    joined `upstream Reshape` because its operators held a Reshape)."""
+    joined `upstream Reshape` because its operators held a Reshape). `lines`, when given, gets each failing operator's
+    source line there (where the engine can tell)."""
     values = intermediate_values(pool, model, feeds, value_engine)
     if values is None:
         return None
-    alone = {i: _runs_alone(pool, model, [i], values, feeds, blamed, also_runs) for i in culprits}
-    return None if None in alone.values() else sorted({model.graph.node[i].op_type for i, runs in alone.items() if not runs})
+    alone = {i: _alone(pool, model, [i], values, feeds, blamed, also_runs) for i in culprits}
+    if None in alone.values():
+        return None
+    failing = {model.graph.node[i].op_type: got[1] for i, got in alone.items() if got is not None and not got[0]}
+    if lines is not None:
+        lines.update({op: where for op, where in failing.items() if where})
+    return sorted(failing)
 
 
 def peeled_nodes(model: onnx.ModelProto, witness_ops: list[str]) -> list[int]:
