@@ -321,7 +321,6 @@ def _upstream_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.Mo
     return upstream_of(key, culprits_model)
 
 
-
 def _triggered_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> tuple[RootKey, Any]:
     """The key by the trigger a rewrite of the repro shows (an omitted default written out at its prose or schema
     default, a shorthand spelled out), with the rewrite; the key unchanged and None when no rewrite makes it go."""
