@@ -823,6 +823,18 @@ def test_one_operators_divergences_that_the_same_attribute_default_fixes_are_one
     (ev,) = roots["b2"]["evidence"]
     assert ev["rule"] == "same-attribute-drop" and ev["kind"] == "rewrite" and ev["rewrite"] == {"drop_attributes": ["RoiAlign.output_width"]}
     assert roots["h8"]["absorbed"] == ["i9"]
+    # a key by an ignored attribute names its operator in the attribute: its dropped `dilations` joins the wrong shape
+    # whose pads kept the ignored test from holding (seed 30); another operator's ignored attribute does not
+    from ofuzz.triage.rootcause import IGNORED_ATTRIBUTE
+
+    ignored = root("j1", [], ["AveragePool.dilations"], failure="value", attrs=["AveragePool.dilations ignored"])
+    other = root("k2", [], ["MaxPool.dilations"], failure="value", attrs=["MaxPool.dilations ignored"])
+    for r in (ignored, other):
+        r["key"]["message"] = IGNORED_ATTRIBUTE
+    roots = {r["id"]: r for r in [root("h8", ["AveragePool"], ["AveragePool.dilations", "AveragePool.pads"]), ignored, other]}
+    run_merge_rules(roots)
+    (kept,) = [rid for rid in roots if rid != "k2"]
+    assert len(roots) == 2 and roots[kept]["absorbed"] == [{"h8": "j1", "j1": "h8"}[kept]], sorted(roots)
 
 
 def test_one_shown_trigger_of_one_converter_is_one_root_cause_whatever_the_failure():

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ofuzz.core.vocab import DCF, FAILED, crash_or_hang
 from ofuzz.triage.record import RootCause
-from ofuzz.triage.rootcause import PATTERN, SHOWN_TRIGGERS, UPSTREAM
+from ofuzz.triage.rootcause import IGNORED_ATTRIBUTE, PATTERN, SHOWN_TRIGGERS, UPSTREAM
 
 Roots = dict[str, RootCause]
 FAMILY = "family"  # the status of a root key that stands for an engine's operator family (backends/<engine>/triage.yaml)
@@ -269,17 +269,26 @@ def absorb_by_shared_attribute_drop(roots: Roots) -> None:
     by output_height and output_width, once by output_width alone, as the reducer found each repro needed). The keys
     alone would merge nothing: which attributes a repro keeps is not evidence, what their defaults do is. A wrong
     shape and a wrong value join too, the rewrite being the evidence (an AveragePool ignoring `dilations` gives either,
-    as its pads allow: hand triage 22 #16)."""
+    as its pads allow: hand triage 22 #16). A root keyed by an attribute the engine ignores names its operator in that
+    attribute (`AveragePool.dilations ignored`): the ignored `dilations` of one repro and the dropped `dilations` of
+    its wrong-shape sibling, whose pads kept the ignored test from holding, are one defect (seed 30, c30k)."""
     def wants(r: dict[str, Any]) -> bool:
         k = r["key"]
-        return k["status"] == DCF and k["failure"] in OUTPUT_MISMATCHES and len(k["ops"]) == 1 and bool(r.get("drop_fixes"))
+        return k["status"] == DCF and k["failure"] in OUTPUT_MISMATCHES and len(_operators(k)) == 1 and bool(r.get("drop_fixes"))
 
     def fits(r: dict[str, Any], o: dict[str, Any]) -> bool:
-        return (wants(o) and o["engine"] == r["engine"] and list(o["key"]["ops"]) == list(r["key"]["ops"])
+        return (wants(o) and o["engine"] == r["engine"] and _operators(o["key"]) == _operators(r["key"])
                 and set(o["drop_fixes"]) <= set(r["drop_fixes"]))
 
     _absorb_into_one(roots, wants, fits, lambda r, o: {"rewrite": {"drop_attributes": sorted(o["drop_fixes"])},
                                                        "engine_gave": f"{r['engine']} right on both repros"})
+
+
+def _operators(key: dict[str, Any]) -> list[str]:
+    """The key's operators; of a key by an ignored attribute (no operators), the one its attribute names."""
+    if key.get("ops") or key.get("message") != IGNORED_ATTRIBUTE:
+        return list(key.get("ops") or [])
+    return sorted({a.split(".", 1)[0] for a in key.get("attrs") or []})
 
 
 def _converter(root: dict[str, Any]) -> str:
