@@ -352,6 +352,12 @@ def _place(where: str) -> str:
     return f"{path}:{function}" if path.startswith("utils/") and function else f"{path}:{line}"
 
 
+def _own_place(r: dict[str, Any]) -> str | None:
+    """The one converter line (`_place`) a root cause's own repros raised at, or None."""
+    places = {_place(w) for w in r.get("where") or set()}
+    return next(iter(places)) if len(places) == 1 and _raised(r["key"]) else None
+
+
 @merge_rule("same-line-in-users-mode", "the repro, re-run in the converter's users' mode, fails in its own operator at the line the other root cause fails at", "re-run")
 def absorb_same_line_in_users_mode(roots: Roots) -> None:
     """A failure of a converter's other mode (onnx2tf's keep-shape run failure, which has no converter line) whose repro,
@@ -363,12 +369,8 @@ def absorb_same_line_in_users_mode(roots: Roots) -> None:
         places = {_place(w) for w in r.get("users_where") or set()}
         return next(iter(places)) if len(places) == 1 and not r.get("where") and _failed_to_run(r["key"]) else None
 
-    def own_place(r: dict[str, Any]) -> str | None:
-        places = {_place(w) for w in r.get("where") or set()}
-        return next(iter(places)) if len(places) == 1 and _raised(r["key"]) else None
-
     _absorb_into_one(roots, lambda r: users_place(r) is not None,
-                     lambda r, o: _converter(o) == _converter(r) and own_place(o) == users_place(r),
+                     lambda r, o: _converter(o) == _converter(r) and _own_place(o) == users_place(r),
                      lambda r, o: {"line": users_place(r), "engine_gave": f"{o['engine']} fails at it on both repros"})
 
 
@@ -383,10 +385,6 @@ def absorb_upstream_by_culprit_line(roots: Roots) -> None:
         one = len(r.get("culprits_failing_alone") or []) == 1
         return _place(r["culprit_where"]) if r["key"]["failure"] == UPSTREAM and one and r.get("culprit_where") else None
 
-    def own_place(r: dict[str, Any]) -> str | None:
-        places = {_place(w) for w in r.get("where") or set()}
-        return next(iter(places)) if len(places) == 1 and _raised(r["key"]) else None
-
     _absorb_into_one(roots, lambda r: culprit_place(r) is not None,
-                     lambda r, o: _converter(o) == _converter(r) and own_place(o) == culprit_place(r),
+                     lambda r, o: _converter(o) == _converter(r) and _own_place(o) == culprit_place(r),
                      lambda r, o: {"line": culprit_place(r), "engine_gave": f"{r['engine']} fails at it on the culprit alone"})
