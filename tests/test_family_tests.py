@@ -396,6 +396,23 @@ def test_an_upstream_failures_one_culprit_is_tested_against_the_engines_families
     assert joined is not None and joined[0].name == "mnn-reduce-axes-input" and "cut out alone" in joined[1], joined
 
 
+def test_a_conversion_failure_is_not_joined_to_a_family_by_its_culprits_reading():
+    """Hand triage 33: MNN's QuantizeLinear→DequantizeLinear pair loses its output at conversion (with a uint8 zero point
+    too), and joined the uint8-encoding family because its culprit QuantizeLinear, read alone, shows that encoding. A
+    reading tells which wrong values the culprit computes; no value is computed at conversion, so a conversion
+    failure keeps its own key. The same reading still joins a run failure, and a rewrite a conversion failure."""
+    from ofuzz.triage.cluster import _family
+
+    noise = load_noise()
+    one = {"op": "QuantizeLinear", "inputs": 3, "rank": 4, "dtype": "float32", "attrs": {}}
+    reading = {"family": "mnn-quantizelinear-uint8-encoding", "reading": "other_8bit_encoding", "fixed": True,
+               "culprit": {"failure": "value", "one_node": one}}
+    key = ("mnn", "upstream", ("QuantizeLinear",), (), ())
+    assert _family(RootKey(key[0], "MCF", *key[1:]), None, 2, noise, "3.6.1", reading) is None
+    joined = _family(RootKey(key[0], "IF", *key[1:]), None, 2, noise, "3.6.1", reading)
+    assert joined is not None and joined[0].name == "mnn-quantizelinear-uint8-encoding", joined
+
+
 def test_negative_axes_spelled_out_compute_the_same_function(tmp_path):
     """A negative axis counts from the back; written as the axis it counts (an omitted default -1 too), every operator
     computes the same function (onnxruntime on both), so an engine right on the long form mishandles the negative one.
