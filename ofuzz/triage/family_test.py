@@ -17,14 +17,13 @@ from ofuzz.core.rewrites import apply
 from ofuzz.judge.compare import RULE
 from ofuzz.exec.runner import EnginePool
 from ofuzz.judge.judging import Policy
-from ofuzz.judge.cut import submodel
 from ofuzz.judge.noise import Family, NoiseClasses, engine_matches
 from ofuzz.judge.signature import Signature
 from ofuzz.triage.repro_facts import OneNode, facts_of
 from ofuzz.triage.rootcause import SHOWN_TRIGGERS, UPSTREAM, RootKey, crash_like
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.triage.triggers import gone_in, rewrite_verdict, settled_verdict
-from ofuzz.triage.witness import intermediate_values
+from ofuzz.triage.witness import culprit_alone
 
 
 def families_for(noise: NoiseClasses | None, key: RootKey, node: OneNode | None, version: str | None) -> list[Family]:
@@ -66,8 +65,7 @@ def run_culprit_family_test(pool: EnginePool, model: onnx.ModelProto, feeds: dic
     if noise is None or not any(f.tested and (node.op_type in f.ops or "*" in f.ops) and engine_matches(engine, f.engines)
                                 for f in noise.family_rules):
         return None
-    values = intermediate_values(pool, model, feeds, value_engine)
-    built = submodel(model, [culprit], values, feeds) if values is not None else None
+    built = culprit_alone(pool, model, feeds, culprit, value_engine)
     if built is None:
         return None
     judged = rewrite_verdict(pool, built[0], built[1], engine, policy)

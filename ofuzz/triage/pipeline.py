@@ -308,7 +308,8 @@ def _upstream_key(case: Case, info: dict[str, Any], key: RootKey, model: onnx.Mo
     if len(culprits) >= 2:
         lines: dict[str, str] = {}  # and the line the one culprit failing alone fails at (merge rule upstream-culprit-line)
         info["culprits_failing_alone"] = failing_alone(case.pool, model, feeds, culprits, case.engine, value_engine, users, lines)
-        info.update({"culprit_where": next(iter(lines.values()))} if len(info["culprits_failing_alone"] or []) == 1 and lines else {})
+        if len(info["culprits_failing_alone"] or []) == 1 and lines:
+            info["culprit_where"] = next(iter(lines.values()))
     elif culprits:  # one culprit: the wrong tensor it hands on may be an engine family's (its test, on the culprit alone)
         tested = run_culprit_family_test(case.pool, model, feeds, culprits[0], case.engine, value_engine, case.policy,
                                          case.pool.versions().get(case.engine))

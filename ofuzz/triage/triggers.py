@@ -19,13 +19,12 @@ from ofuzz.core.shorthands import (REDUCE_OPS, backward_steps_reversed, negative
                                    resize_axes_spelled_out)
 from ofuzz.core.vocab import DCF, DCP
 from ofuzz.exec.runner import EnginePool
-from ofuzz.judge.cut import submodel
 from ofuzz.judge.judging import Judged, Policy, declared_shapes, judge_in_memory
 from ofuzz.judge.localise import pick_voters
 from ofuzz.judge.signature import Signature
 from ofuzz.triage.reduce_checks import redeclared
 from ofuzz.triage.rootcause import crash_like, failure_of
-from ofuzz.triage.witness import intermediate_values
+from ofuzz.triage.witness import culprit_alone
 
 
 def omitted_defaults_trigger(pool: EnginePool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], engine: str,
@@ -169,8 +168,7 @@ def culprit_ignored_attribute(pool: EnginePool, model: onnx.ModelProto, feeds: d
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
     if not varied_attributes(model.graph.node[culprit], opset):
         return None
-    values = intermediate_values(pool, model, feeds, value_engine)
-    built = submodel(model, [culprit], values, feeds) if values is not None else None
+    built = culprit_alone(pool, model, feeds, culprit, value_engine)
     if built is None:
         return None
     ignored, seen = ignored_attribute_trigger(pool, built[0], built[1], engine, policy)

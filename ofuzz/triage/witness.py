@@ -70,6 +70,14 @@ def intermediate_values(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.
     return run.outputs if prep is not None and prep.ok and run is not None and run.ok else None
 
 
+def culprit_alone(pool: Pool, model: onnx.ModelProto, feeds: dict[str, np.ndarray], culprit: int,
+                  value_engine: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]] | None:
+    """Node `culprit` cut out alone and fed the values it gets in the repro (as `value_engine` computes them); None when
+    the values cannot be had or the node cannot be cut out. What an upstream failure's one culprit is asked of."""
+    values = intermediate_values(pool, model, feeds, value_engine)
+    return submodel(model, [culprit], values, feeds) if values is not None else None
+
+
 def _runs_alone(pool: Pool, model: onnx.ModelProto, nodes: list[int], values: dict[str, np.ndarray], feeds: dict[str, np.ndarray],
                 blamed: str, also_runs: Callable[[onnx.ModelProto, dict[str, np.ndarray]], bool] | None) -> bool | None:
     """Do these nodes, cut out alone and fed the values they get in the repro, run on `blamed` (and where `also_runs`
